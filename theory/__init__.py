@@ -1,0 +1,1 @@
+"""Symbolic derivations (sympy) of the theory behind the two-stage attention denoiser."""
