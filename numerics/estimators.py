@@ -1,0 +1,259 @@
+r"""Denoisers with one interface: ``fit(noisy)``, ``denoise(queries)``, ``fit_denoise(noisy)``.
+
+All of them see only a noisy batch :math:`\tilde x_i = x_i + \sigma z_i` (shape ``(N, d)``),
+except :class:`OracleBayes`, which knows the prior.
+
+=====================  ==============================================================
+``TwoStageDenoiser``   Stage 1 particle flow to depth ``T``, then Stage 2 attention
+``StageTwoOnly``       Stage 2 over the noisy tokens (``L = 0``)
+``TweedieKDE``         one extrapolated attention step, :math:`q + \sigma^2 \nabla\log\mathrm{KDE}(q)`
+``LinearShrinkage``    positive-part James-Stein / linear empirical Bayes
+``OracleBayes``        the Bayes posterior mean :math:`E[x\mid\tilde x]` under the true prior
+=====================  ==============================================================
+
+Conventions follow scikit-learn: ``__init__`` stores its arguments and nothing else;
+``fit`` validates them, computes, stores learned state in attributes ending in ``_``
+and returns ``self``; calling ``denoise`` before ``fit`` raises
+:class:`~numerics.validation.NotFittedError`.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+
+from . import flow, kernels
+from .validation import (
+    check_array,
+    check_fitted,
+    check_interval,
+    check_nonnegative,
+    check_option,
+    check_positive,
+)
+
+__all__ = [
+    "Denoiser",
+    "LinearShrinkage",
+    "OracleBayes",
+    "StageTwoOnly",
+    "TweedieKDE",
+    "TwoStageDenoiser",
+]
+
+
+class Denoiser:
+    """Base class: validation of the batch and of queries, ``fit_denoise``, parameters, repr."""
+
+    def get_params(self) -> dict:
+        """The constructor's arguments, by name."""
+        names = inspect.signature(type(self).__init__).parameters
+        return {name: getattr(self, name) for name in names if name != "self"}
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({args})"
+
+    def fit(self, noisy) -> "Denoiser":
+        """Learn from a noisy batch ``noisy`` of shape ``(N, d)``; returns ``self``."""
+        noisy = check_array(noisy, "noisy")
+        self._fit(noisy)
+        self.n_features_in_ = noisy.shape[1]
+        return self
+
+    def denoise(self, queries) -> np.ndarray:
+        """Estimate :math:`E[x \\mid \\tilde x]` at each noisy query (rows of ``queries``)."""
+        check_fitted(self, "n_features_in_")
+        queries = check_array(queries, "queries")
+        if queries.shape[1] != self.n_features_in_:
+            raise ValueError(
+                f"queries has d == {queries.shape[1]} coordinates per point but {type(self).__name__} "
+                f"was fitted on d == {self.n_features_in_}"
+            )
+        return self._denoise(queries)
+
+    def fit_denoise(self, noisy) -> np.ndarray:
+        """Fit on the noisy batch and denoise the batch itself."""
+        return self.fit(noisy).denoise(noisy)
+
+    def _fit(self, noisy: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def _denoise(self, queries: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+
+class TwoStageDenoiser(Denoiser):
+    r"""The paper's two-stage attention denoiser.
+
+    Stage 1 (``fit``) moves the noisy tokens by the particle flow
+    :math:`\dot x_i = a_t(x_i) - x_i` of bandwidth ``h2`` to depth ``T``
+    (:func:`numerics.flow.particle_flow`). Stage 2 (``denoise``) attends from the
+    original noisy query over the refined tokens with the noise variance as bandwidth:
+
+    .. math:: \hat x(\tilde x) = \sum_j \mathrm{softmax}_j\!\big(-\lVert\tilde x - x_j(T)\rVert^2
+              / (2\sigma^2)\big)\, x_j(T)
+
+    Parameters
+    ----------
+    sigma2 : float
+        Noise variance, > 0.
+    h2 : float
+        Stage-1 kernel bandwidth, > 0.
+    T : float or None
+        Stage-1 horizon; ``None`` means the leading-order depth-noise relation
+        :math:`T^* = \sigma^2 / (2 h_2)`.
+    eta : float
+        Nominal residual step in (0, 1] (``method="euler"``).
+    method : {"euler", "ode"}
+        Stage-1 solver: the transformer's layers or the continuous-depth ODE.
+
+    Attributes
+    ----------
+    T_ : float
+        Horizon used.
+    n_layers_ : int or None
+        Number of Stage-1 layers (``None`` for ``method="ode"``).
+    particles_ : ndarray, shape (N, d)
+        The refined tokens :math:`x_j(T)`.
+    """
+
+    def __init__(self, sigma2, h2, T=None, eta=0.05, method="euler"):
+        self.sigma2 = sigma2
+        self.h2 = h2
+        self.T = T
+        self.eta = eta
+        self.method = method
+
+    def _fit(self, noisy):
+        sigma2 = check_positive(self.sigma2, "sigma2")
+        h2 = check_positive(self.h2, "h2")
+        T = sigma2 / (2.0 * h2) if self.T is None else check_nonnegative(self.T, "T")
+        eta = check_interval(self.eta, "eta", 0.0, 1.0, closed="right")
+        method = check_option(self.method, "method", flow.SOLVERS)
+        self.particles_ = flow.particle_flow(noisy, h2, T, eta=eta, method=method)
+        self.T_ = T
+        self.n_layers_ = flow.n_layers(T, eta) if method == "euler" else None
+
+    def _denoise(self, queries):
+        return kernels.kernel_mean(queries, self.particles_, self.sigma2)
+
+
+class StageTwoOnly(Denoiser):
+    r"""Stage 2 without Stage 1 (``L = 0``): attention over the *noisy* tokens.
+
+    .. math:: \hat x(\tilde x) = \sum_j \mathrm{softmax}_j\!\big(-\lVert\tilde x - \tilde x_j\rVert^2
+              / (2\sigma^2)\big)\, \tilde x_j
+
+    Parameters
+    ----------
+    sigma2 : float
+        Noise variance, > 0.
+    """
+
+    def __init__(self, sigma2):
+        self.sigma2 = sigma2
+
+    def _fit(self, noisy):
+        check_positive(self.sigma2, "sigma2")
+        self.particles_ = noisy
+
+    def _denoise(self, queries):
+        return kernels.kernel_mean(queries, self.particles_, self.sigma2)
+
+
+class TweedieKDE(Denoiser):
+    r"""Tweedie's formula with a kernel-density score: one extrapolated attention step.
+
+    .. math:: \hat x(\tilde x) = \tilde x + \sigma^2 \nabla \log \mathrm{KDE}_{h_2}(\tilde x)
+              = \tilde x + \frac{\sigma^2}{h_2}\big(a(\tilde x) - \tilde x\big)
+
+    The KDE of bandwidth ``h2`` over the noisy batch estimates the density of the
+    noisy tokens smoothed once more, i.e. at noise variance ``sigma2 + h2``.
+
+    Parameters
+    ----------
+    sigma2 : float
+        Noise variance, > 0.
+    h2 : float
+        KDE bandwidth, > 0.
+    """
+
+    def __init__(self, sigma2, h2):
+        self.sigma2 = sigma2
+        self.h2 = h2
+
+    def _fit(self, noisy):
+        check_positive(self.sigma2, "sigma2")
+        check_positive(self.h2, "h2")
+        self.context_ = noisy
+
+    def _denoise(self, queries):
+        return queries + self.sigma2 * kernels.kde_score(queries, self.context_, self.h2)
+
+
+class LinearShrinkage(Denoiser):
+    r"""Linear empirical Bayes (positive-part James-Stein type), fitted on the batch.
+
+    With :math:`\bar x` and :math:`S = \sum_k \lambda_k v_k v_k^\top` the mean and covariance of
+    the noisy batch, the prior covariance is estimated by :math:`(S - \sigma^2 I)_+` and
+
+    .. math:: \hat x(\tilde x) = \bar x + \sum_k \Big(1 - \frac{\sigma^2}{\lambda_k}\Big)_+
+              v_k v_k^\top (\tilde x - \bar x),
+
+    the Bayes posterior mean under the Gaussian prior that matches the batch's first two moments.
+
+    Parameters
+    ----------
+    sigma2 : float
+        Noise variance, > 0.
+
+    Attributes
+    ----------
+    mean_ : ndarray, shape (d,)
+    gain_ : ndarray, shape (d, d)
+        The shrinkage matrix.
+    """
+
+    def __init__(self, sigma2):
+        self.sigma2 = sigma2
+
+    def _fit(self, noisy):
+        sigma2 = check_positive(self.sigma2, "sigma2")
+        if noisy.shape[0] < 2:
+            raise ValueError(f"noisy has {noisy.shape[0]} row; LinearShrinkage needs at least 2 to estimate a covariance")
+        self.mean_ = noisy.mean(axis=0)
+        cov = np.atleast_2d(np.cov(noisy, rowvar=False))
+        eigval, eigvec = np.linalg.eigh(cov)
+        factor = np.clip(1.0 - sigma2 / np.maximum(eigval, np.finfo(float).tiny), 0.0, None)
+        self.gain_ = (eigvec * factor) @ eigvec.T
+
+    def _denoise(self, queries):
+        return self.mean_ + (queries - self.mean_) @ self.gain_.T
+
+
+class OracleBayes(Denoiser):
+    r"""The Bayes-optimal denoiser :math:`E[x \mid \tilde x]`, from the true prior.
+
+    ``fit`` only checks that the batch lives in the prior's dimension.
+
+    Parameters
+    ----------
+    prior : numerics.priors.Prior
+        The prior the clean tokens were drawn from.
+    sigma2 : float
+        Noise variance, > 0.
+    """
+
+    def __init__(self, prior, sigma2):
+        self.prior = prior
+        self.sigma2 = sigma2
+
+    def _fit(self, noisy):
+        check_positive(self.sigma2, "sigma2")
+        if noisy.shape[1] != self.prior.dim:
+            raise ValueError(f"noisy has d == {noisy.shape[1]} but the prior {self.prior!r} has dim == {self.prior.dim}")
+
+    def _denoise(self, queries):
+        return self.prior.posterior_mean(queries, self.sigma2)

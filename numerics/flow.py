@@ -1,0 +1,207 @@
+r"""Stage 1: the context tokens as interacting particles.
+
+The vector field (:func:`velocity`), the solvers and what is recorded are separate
+pieces behind one entry point, :func:`particle_flow`.
+
+Vector field. At depth :math:`t` every token moves with
+:math:`\dot x_i = a_t(x_i) - x_i = h_2 \nabla \log \mathrm{KDE}_t(x_i) = -\nabla E_t(x_i)`,
+where :math:`a_t` is the Gaussian-kernel mean over the current tokens and
+:math:`E_t(x) = -h_2 \log \sum_j e^{-\lVert x - x_j(t)\rVert^2/(2h_2)}`.
+
+Solvers (:data:`SOLVERS`, each with its declared order):
+
+* ``"euler"`` -- the transformer: :math:`L = \max(1, \mathrm{round}(T/\eta))` residual
+  layers of step :math:`T/L`, :math:`x^{l+1} = x^l + (T/L)(a_l(x^l) - x^l)`; order 1.
+* ``"ode"`` -- the continuous-depth limit through :func:`scipy.integrate.solve_ivp`
+  (DOP853, order 8), the reference the layers converge to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.integrate import solve_ivp
+
+from . import kernels
+from .validation import (
+    check_array,
+    check_interval,
+    check_nonnegative,
+    check_option,
+    check_positive,
+    check_positive_int,
+)
+
+__all__ = ["FlowResult", "SOLVERS", "Solver", "energy", "n_layers", "particle_flow", "velocity"]
+
+
+@dataclass(frozen=True)
+class Solver:
+    """A Stage-1 integrator: its name, its order of convergence in the step, and what it is."""
+
+    name: str
+    order: int
+    description: str
+
+
+SOLVERS = {
+    "euler": Solver("euler", 1, "residual attention layers (explicit Euler), the transformer"),
+    "ode": Solver("ode", 8, "scipy.integrate.solve_ivp with DOP853, the continuous-depth reference"),
+}
+
+
+@dataclass(frozen=True)
+class FlowResult:
+    """Tokens at depth ``T`` and the recorded trajectory.
+
+    Attributes
+    ----------
+    tokens : ndarray, shape (N, d)
+        Tokens at depth ``T``.
+    depths : ndarray, shape (R,)
+        Depths at which the trajectory was recorded (for ``"euler"``, the requested depths
+        rounded to the nearest layer).
+    trajectory : ndarray, shape (R, N, d)
+        Tokens at each recorded depth.
+    energy : ndarray, shape (R, N)
+        :math:`E_t(x_i(t))` of each token at each recorded depth.
+    """
+
+    tokens: np.ndarray
+    depths: np.ndarray
+    trajectory: np.ndarray
+    energy: np.ndarray
+
+
+def velocity(tokens, h2, *, budget_bytes=kernels.DEFAULT_BUDGET_BYTES) -> np.ndarray:
+    r"""Depth-ODE vector field :math:`a(x_i) - x_i` of every token, attending over all tokens."""
+    return kernels.kernel_mean(tokens, tokens, h2, budget_bytes=budget_bytes) - np.asarray(tokens)
+
+
+def energy(points, tokens, h2, *, budget_bytes=kernels.DEFAULT_BUDGET_BYTES) -> np.ndarray:
+    r"""Context-induced energy :math:`E(x) = -h_2 \log \sum_j e^{-\lVert x - x_j\rVert^2/(2h_2)}`.
+
+    Parameters
+    ----------
+    points : array_like, shape (M, d)
+        Where to evaluate the energy.
+    tokens : array_like, shape (N, d)
+        The current tokens :math:`x_j(t)` that shape it.
+    h2 : float
+        Kernel bandwidth, > 0.
+    """
+    return -h2 * kernels.kernel_logsumexp(points, tokens, h2, budget_bytes=budget_bytes)
+
+
+def n_layers(T, eta) -> int:
+    """Number of Euler layers used for horizon ``T`` and nominal step ``eta``: ``max(1, round(T/eta))``."""
+    T = check_nonnegative(T, "T")
+    eta = check_interval(eta, "eta", 0.0, 1.0, closed="right")
+    return max(1, int(round(T / eta)))
+
+
+def _record_depths(record, T):
+    depths = np.asarray(record, dtype=float)
+    if depths.ndim != 1 or depths.size == 0:
+        raise ValueError(f"record must be a non-empty 1-D sequence of depths, got {record!r}")
+    if not np.all(np.isfinite(depths)) or depths.min() < 0 or depths.max() > T:
+        raise ValueError(f"record == {record!r}: every depth must lie in [0, T] with T == {T}")
+    if np.any(np.diff(depths) < 0):
+        raise ValueError(f"record == {record!r} must be sorted in increasing order")
+    return depths
+
+
+def _euler(x0, h2, T, eta, depths, budget_bytes):
+    layers = n_layers(T, eta)
+    step = T / layers
+    wanted = [] if depths is None else list(np.rint(depths / step).astype(int))
+    saved = []
+    tokens = x0
+    for layer in range(layers + 1):
+        while wanted and wanted[0] == layer:
+            saved.append((layer * step, tokens))
+            wanted.pop(0)
+        if layer < layers:
+            tokens = tokens + step * velocity(tokens, h2, budget_bytes=budget_bytes)
+    return tokens, saved
+
+
+def _ode(x0, h2, T, depths, rtol, atol, budget_bytes):
+    shape = x0.shape
+
+    def field(_t, y):
+        return velocity(y.reshape(shape), h2, budget_bytes=budget_bytes).ravel()
+
+    t_eval = np.array([T]) if depths is None else np.unique(np.append(depths, T))
+    sol = solve_ivp(field, (0.0, T), x0.ravel(), method="DOP853", t_eval=t_eval, rtol=rtol, atol=atol)
+    if not sol.success:
+        raise RuntimeError(f"solve_ivp failed: {sol.message}")
+    states = {float(t): sol.y[:, i].reshape(shape) for i, t in enumerate(sol.t)}
+    saved = [] if depths is None else [(float(t), states[float(t)]) for t in depths]
+    return states[float(T)], saved
+
+
+def particle_flow(
+    x0,
+    h2,
+    T,
+    *,
+    eta=0.05,
+    method="euler",
+    record: Sequence[float] | None = None,
+    rtol=1e-8,
+    atol=1e-10,
+    budget_bytes=kernels.DEFAULT_BUDGET_BYTES,
+):
+    r"""Run Stage 1: move the tokens ``x0`` for depth ``T`` under :math:`\dot x_i = a_t(x_i) - x_i`.
+
+    Parameters
+    ----------
+    x0 : array_like, shape (N, d)
+        The noisy context tokens at depth 0.
+    h2 : float
+        Kernel bandwidth of every layer, > 0.
+    T : float
+        Horizon (depth time), >= 0.
+    eta : float
+        Nominal residual step in (0, 1] for ``"euler"``; the step used is ``T / n_layers(T, eta)``.
+    method : {"euler", "ode"}
+        The transformer's layers, or the continuous-depth ODE (``solve_ivp``, DOP853).
+    record : sequence of float, optional
+        Increasing depths in ``[0, T]`` at which to keep the tokens and their energies.
+    rtol, atol : float
+        Tolerances of ``solve_ivp`` (``"ode"`` only).
+    budget_bytes : int
+        Memory budget of each kernel sum.
+
+    Returns
+    -------
+    ndarray, shape (N, d), or FlowResult
+        The tokens at depth ``T``; a :class:`FlowResult` with the trajectory when ``record`` is given.
+    """
+    x0 = check_array(x0, "x0")
+    h2 = check_positive(h2, "h2")
+    T = check_nonnegative(T, "T")
+    eta = check_interval(eta, "eta", 0.0, 1.0, closed="right")
+    method = check_option(method, "method", SOLVERS)
+    rtol = check_positive(rtol, "rtol")
+    atol = check_positive(atol, "atol")
+    budget_bytes = check_positive_int(budget_bytes, "budget_bytes")
+    depths = None if record is None else _record_depths(record, T)
+
+    if T == 0:
+        tokens, saved = x0, [(0.0, x0)] * (0 if depths is None else len(depths))
+    elif method == "euler":
+        tokens, saved = _euler(x0, h2, T, eta, depths, budget_bytes)
+    else:
+        tokens, saved = _ode(x0, h2, T, depths, rtol, atol, budget_bytes)
+    if record is None:
+        return tokens
+    return FlowResult(
+        tokens=tokens,
+        depths=np.array([t for t, _ in saved]),
+        trajectory=np.stack([x for _, x in saved]),
+        energy=np.stack([energy(x, x, h2, budget_bytes=budget_bytes) for _, x in saved]),
+    )

@@ -1,0 +1,1 @@
+"""Ties each claim of the paper to its evidence: the claim registry, the checks and ``attneb verify``."""

@@ -1,0 +1,85 @@
+"""Run the registered checks and collect their evidence."""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from . import claims as _claims  # noqa: F401  (registers C1-C10)
+from . import numeric_checks as _numeric_checks  # noqa: F401  (registers the numeric checks)
+from .registry import CLAIMS, Check, Claim, Evidence
+
+__all__ = ["CheckResult", "ClaimResult", "run"]
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """Outcome of one check: ``"pass"``, ``"fail"`` or ``"error"`` (it raised)."""
+
+    name: str
+    status: str
+    evidence: Evidence | None
+    error: str | None
+    seconds: float
+
+
+@dataclass(frozen=True)
+class ClaimResult:
+    """A claim and the outcomes of its checks."""
+
+    claim: Claim
+    checks: tuple[CheckResult, ...]
+
+    @property
+    def status(self) -> str:
+        """``"unchecked"`` with no checks, else ``"error"`` > ``"fail"`` > ``"pass"``."""
+        statuses = {c.status for c in self.checks}
+        if not statuses:
+            return "unchecked"
+        for worst in ("error", "fail"):
+            if worst in statuses:
+                return worst
+        return "pass"
+
+
+def _run_check(chk: Check, quick: bool) -> CheckResult:
+    start = time.perf_counter()
+    try:
+        evidence = chk.func(quick)
+    except Exception:  # a crashing check is reported, never hidden
+        return CheckResult(chk.name, "error", None, traceback.format_exc(limit=5), time.perf_counter() - start)
+    status = "pass" if evidence.passed else "fail"
+    return CheckResult(chk.name, status, evidence, None, time.perf_counter() - start)
+
+
+def run(
+    ids: Iterable[str] | None = None,
+    *,
+    quick: bool = False,
+    on_claim: Callable[[ClaimResult], None] | None = None,
+) -> list[ClaimResult]:
+    """Run the checks of the claims ``ids`` (default: all), in registry order.
+
+    Parameters
+    ----------
+    ids : iterable of str, optional
+        Claim ids to run; unknown ids raise ``ValueError``.
+    quick : bool
+        Passed to every check: smaller problems, still real checks.
+    on_claim : callable, optional
+        Called with each :class:`ClaimResult` as soon as it is complete (progress, streaming).
+    """
+    selected = list(CLAIMS) if ids is None else list(ids)
+    unknown = [i for i in selected if i not in CLAIMS]
+    if unknown:
+        raise ValueError(f"unknown claim id(s) {unknown}; known: {list(CLAIMS)}")
+    results = []
+    for claim_id in selected:
+        claim = CLAIMS[claim_id]
+        result = ClaimResult(claim, tuple(_run_check(c, quick) for c in claim.checks))
+        if on_claim is not None:
+            on_claim(result)
+        results.append(result)
+    return results

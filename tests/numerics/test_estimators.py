@@ -1,0 +1,117 @@
+import numpy as np
+import pytest
+
+from numerics import estimators, experiments, flow, kernels, priors
+from numerics.validation import NotFittedError
+
+SIGMA2, H2 = 0.5, 0.1
+ALL = [
+    estimators.TwoStageDenoiser(SIGMA2, H2, eta=0.1),
+    estimators.StageTwoOnly(SIGMA2),
+    estimators.TweedieKDE(SIGMA2, H2),
+    estimators.LinearShrinkage(SIGMA2),
+    estimators.OracleBayes(priors.Gaussian(np.zeros(2), 1.0), SIGMA2),
+]
+
+
+def batch(n=200, d=2, seed=0):
+    return np.random.default_rng(seed).normal(size=(n, d)) * np.sqrt(1 + SIGMA2)
+
+
+@pytest.mark.parametrize("est", ALL, ids=lambda e: type(e).__name__)
+def test_interface(est):
+    with pytest.raises(NotFittedError, match="not fitted"):
+        type(est)(**est.get_params()).denoise(batch())
+    x = batch()
+    assert est.fit(x) is est
+    out = est.denoise(x[:7])
+    assert out.shape == (7, 2) and out.dtype == np.float64 and np.all(np.isfinite(out))
+    np.testing.assert_allclose(est.fit_denoise(x)[:7], out, atol=1e-13, rtol=0)
+    with pytest.raises(ValueError, match="d == 3"):
+        est.denoise(np.zeros((2, 3)))
+    with pytest.raises(ValueError, match="reshape"):
+        est.denoise(np.zeros(2))
+    assert repr(est).startswith(type(est).__name__ + "(")
+
+
+def test_init_stores_arguments_only():
+    est = estimators.TwoStageDenoiser(-1.0, "x", T=-3, eta=7, method="nope")
+    assert est.get_params() == {"sigma2": -1.0, "h2": "x", "T": -3, "eta": 7, "method": "nope"}
+
+
+@pytest.mark.parametrize(
+    "est,match",
+    [
+        (estimators.TwoStageDenoiser(0.0, H2), "sigma2 == 0.0"),
+        (estimators.TwoStageDenoiser(SIGMA2, -1.0), "h2 == -1.0"),
+        (estimators.TwoStageDenoiser(SIGMA2, H2, T=-1.0), "T == -1.0"),
+        (estimators.TwoStageDenoiser(SIGMA2, H2, eta=2.0), "eta == 2.0"),
+        (estimators.TwoStageDenoiser(SIGMA2, H2, method="rk4"), "method == 'rk4'"),
+        (estimators.StageTwoOnly(-0.5), "sigma2"),
+        (estimators.TweedieKDE(SIGMA2, 0.0), "h2"),
+        (estimators.LinearShrinkage(np.nan), "sigma2"),
+        (estimators.OracleBayes(priors.Gaussian(np.zeros(3), 1.0), SIGMA2), "dim == 3"),
+    ],
+)
+def test_bad_parameters_raise_at_fit(est, match):
+    with pytest.raises(ValueError, match=match):
+        est.fit(batch())
+
+
+def test_empty_and_nan_context():
+    with pytest.raises(ValueError, match="noisy is empty"):
+        estimators.StageTwoOnly(SIGMA2).fit(np.zeros((0, 2)))
+    with pytest.raises(ValueError, match="nan or inf"):
+        estimators.TwoStageDenoiser(SIGMA2, H2).fit(np.array([[0.0, np.nan]]))
+    with pytest.raises(ValueError, match="at least 2"):
+        estimators.LinearShrinkage(SIGMA2).fit(np.zeros((1, 2)))
+
+
+def test_two_stage_default_horizon_and_layers():
+    est = estimators.TwoStageDenoiser(SIGMA2, H2, eta=0.1).fit(batch())
+    assert est.T_ == pytest.approx(SIGMA2 / (2 * H2))
+    assert est.n_layers_ == 25
+    np.testing.assert_allclose(est.particles_, flow.particle_flow(batch(), H2, 2.5, eta=0.1))
+    ode = estimators.TwoStageDenoiser(SIGMA2, H2, method="ode").fit(batch())
+    assert ode.n_layers_ is None
+
+
+def test_zero_depth_two_stage_is_stage_two_only():
+    x = batch()
+    np.testing.assert_allclose(
+        estimators.TwoStageDenoiser(SIGMA2, H2, T=0.0).fit_denoise(x), estimators.StageTwoOnly(SIGMA2).fit_denoise(x)
+    )
+
+
+def test_tweedie_kde_is_extrapolated_attention_step():
+    x = batch()
+    q = x[:5]
+    expected = q + SIGMA2 / H2 * (kernels.kernel_mean(q, x, H2) - q)
+    np.testing.assert_allclose(estimators.TweedieKDE(SIGMA2, H2).fit(x).denoise(q), expected, atol=1e-12)
+
+
+def test_linear_shrinkage_is_positive_part_james_stein_in_one_dimension():
+    x = batch(d=1)
+    s2 = x.var(ddof=1)
+    expected = x.mean() + max(0.0, 1 - SIGMA2 / s2) * (x - x.mean())
+    np.testing.assert_allclose(estimators.LinearShrinkage(SIGMA2).fit_denoise(x), expected, atol=1e-12)
+    pure_noise = np.random.default_rng(1).normal(size=(500, 1)) * 0.1
+    out = estimators.LinearShrinkage(SIGMA2).fit_denoise(pure_noise)
+    np.testing.assert_allclose(out, pure_noise.mean())
+
+
+def test_linear_shrinkage_reaches_bayes_for_a_gaussian_prior():
+    prior = priors.Gaussian(np.array([1.0, -2.0]), 2.0)
+    clean, noisy = experiments.draw_batch(prior, SIGMA2, 20000, seed=3)
+    gap = np.mean((estimators.LinearShrinkage(SIGMA2).fit_denoise(noisy) - prior.posterior_mean(noisy, SIGMA2)) ** 2)
+    assert gap < 1e-3
+
+
+def test_risk_records_are_reproducible_and_oracle_has_no_gap():
+    prior = priors.GaussianMixture(np.array([[-2.0], [2.0]]), var=0.25)
+    ests = {"oracle": estimators.OracleBayes(prior, SIGMA2), "L=0": estimators.StageTwoOnly(SIGMA2)}
+    a = experiments.risk_records(ests, prior, SIGMA2, 300, [0, 1])
+    b = experiments.risk_records(ests, prior, SIGMA2, 300, [0, 1])
+    assert a == b
+    assert all(r.gap == 0.0 for r in a if r.estimator == "oracle")
+    assert all(r.gap > 0.0 for r in a if r.estimator == "L=0")

@@ -1,0 +1,99 @@
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from numerics import flow, kernels, stats
+from tests.strategies import point_clouds, rotations
+
+
+def two_blobs(n=24, d=2, seed=0):
+    rng = np.random.default_rng(seed)
+    return np.concatenate([rng.normal(-1.0, 0.5, (n // 2, d)), rng.normal(1.0, 0.5, (n - n // 2, d))])
+
+
+def test_euler_converges_to_ode_at_the_declared_order():
+    x0 = two_blobs()
+    ref = flow.particle_flow(x0, 0.3, 1.0, method="ode", rtol=1e-12, atol=1e-12)
+    etas = np.array([0.2, 0.1, 0.05, 0.025])
+    errors = [np.abs(flow.particle_flow(x0, 0.3, 1.0, eta=eta) - ref).max() for eta in etas]
+    assert np.all(np.diff(errors) < 0)
+    fit = stats.loglog_slope(etas, errors)
+    assert abs(fit.slope.estimate - flow.SOLVERS["euler"].order) < 0.1
+
+
+def test_layer_count_and_step():
+    assert flow.n_layers(5.0, 0.05) == 100
+    assert flow.n_layers(0.01, 0.05) == 1
+    assert flow.n_layers(0.0, 0.05) == 1
+    x0 = two_blobs()
+    one = x0 + 0.4 * flow.velocity(x0, 0.3)
+    np.testing.assert_allclose(flow.particle_flow(x0, 0.3, 0.4, eta=0.5), one, atol=1e-14)
+
+
+def test_zero_depth_is_identity():
+    x0 = two_blobs()
+    for method in flow.SOLVERS:
+        np.testing.assert_array_equal(flow.particle_flow(x0, 0.3, 0.0, method=method), x0)
+
+
+@pytest.mark.parametrize("method", list(flow.SOLVERS))
+def test_record_keeps_trajectory_and_energy(method):
+    x0 = two_blobs()
+    res = flow.particle_flow(x0, 0.3, 1.0, eta=0.1, method=method, record=[0.0, 0.3, 1.0])
+    np.testing.assert_allclose(res.depths, [0.0, 0.3, 1.0], atol=1e-12)
+    assert res.trajectory.shape == (3, len(x0), 2) and res.energy.shape == (3, len(x0))
+    np.testing.assert_array_equal(res.trajectory[0], x0)
+    np.testing.assert_allclose(res.trajectory[-1], res.tokens)
+    expected = -0.3 * np.array([kernels.kernel_logsumexp(x, x, 0.3) for x in res.trajectory])
+    np.testing.assert_allclose(res.energy, expected, rtol=1e-12)
+
+
+def test_euler_record_snaps_to_layers():
+    res = flow.particle_flow(two_blobs(), 0.3, 1.0, eta=0.25, record=[0.1, 0.6])
+    np.testing.assert_allclose(res.depths, [0.0, 0.5])
+
+
+def test_velocity_is_minus_energy_gradient():
+    x0, h2, step = two_blobs(), 0.3, 1e-5
+    pts = x0[:5] + 0.1
+    fd = np.stack(
+        [(flow.energy(pts + step * e, x0, h2) - flow.energy(pts - step * e, x0, h2)) / (2 * step) for e in np.eye(2)],
+        axis=1,
+    )
+    np.testing.assert_allclose(kernels.kernel_mean(pts, x0, h2) - pts, -fd, atol=1e-8)
+
+
+@settings(max_examples=20)
+@given(point_clouds(min_n=2, max_n=10), st.data())
+def test_stage_one_is_translation_rotation_permutation_equivariant(x, data):
+    d = x.shape[1]
+    shift = data.draw(point_clouds(min_n=1, max_n=1, d=d))[0]
+    rot = data.draw(rotations(d))
+    perm = data.draw(st.permutations(range(len(x))))
+    run = lambda y: flow.particle_flow(y, 0.5, 1.0, eta=0.25)  # noqa: E731
+    base = run(x)
+    np.testing.assert_allclose(run(x @ rot.T + shift), base @ rot.T + shift, atol=1e-8)
+    np.testing.assert_allclose(run(x[list(perm)]), base[list(perm)], atol=1e-10)
+
+
+@pytest.mark.parametrize(
+    "kwargs,exc,match",
+    [
+        ({"eta": 0.0}, ValueError, "eta"),
+        ({"eta": 1.01}, ValueError, "eta"),
+        ({"T": -0.1}, ValueError, "T == -0.1"),
+        ({"h2": 0.0}, ValueError, "h2 == 0.0"),
+        ({"method": "rk4"}, ValueError, "method == 'rk4'"),
+        ({"record": [0.5, 2.0]}, ValueError, "record"),
+        ({"record": [0.5, 0.1]}, ValueError, "sorted"),
+        ({"x0": np.zeros(4)}, ValueError, "reshape"),
+        ({"x0": np.zeros((0, 2))}, ValueError, "x0 is empty"),
+        ({"rtol": -1.0}, ValueError, "rtol"),
+    ],
+)
+def test_bad_flow_inputs(kwargs, exc, match):
+    params = {"x0": two_blobs(), "h2": 0.3, "T": 1.0} | kwargs
+    x0, h2, T = params.pop("x0"), params.pop("h2"), params.pop("T")
+    with pytest.raises(exc, match=match):
+        flow.particle_flow(x0, h2, T, **params)

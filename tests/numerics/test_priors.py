@@ -1,0 +1,504 @@
+"""Tests of :mod:`numerics.priors`.
+
+``check_prior`` is the battery run on every prior, as scipy's ``test_continuous_basic`` does for
+its distributions. Statistical checks use tolerances derived from their sample sizes (5 standard
+errors); quadrature checks use the accuracy quad reports.
+"""
+
+import dataclasses
+import tracemalloc
+
+import mpmath
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from numpy.testing import assert_allclose
+from scipy import integrate, special, stats
+
+from numerics.priors import (
+    Discrete,
+    Gaussian,
+    GaussianMixture,
+    Laplace,
+    RiskEstimate,
+    UniformBox,
+    UniformSphere,
+)
+from tests.strategies import boxes, discretes, prior_queries, prior_scale, priors, sigma2s, spheres
+
+SEED = 20260527
+N_SAMPLES = 20_000
+EPS = np.finfo(float).eps
+
+CASES = {
+    "gaussian-1d": Gaussian(0.3, 2.0),
+    "gaussian-3d": Gaussian([1.0, -2.0, 0.5], 0.7),
+    "mixture-1d": GaussianMixture([[-2.0], [1.5]], [0.3, 0.7], var=0.25),
+    "mixture-2d": GaussianMixture([[-2.0, 0.0], [1.5, 1.0], [0.0, -1.0]], [0.2, 0.5, 0.3], var=0.4),
+    "discrete-1d": Discrete([[-1.0], [0.5], [2.0]], [0.2, 0.5, 0.3]),
+    "discrete-2d-empirical": Discrete(np.random.default_rng(7).normal(size=(50, 2))),
+    "sphere-1d": UniformSphere(1, 1.5),
+    "sphere-2d": UniformSphere(2),
+    "sphere-3d": UniformSphere(3, 0.7),
+    "sphere-5d": UniformSphere(5, 2.0),
+    "box-1d": UniformBox(-1.0, 2.0),
+    "box-3d": UniformBox([-1.0, 0.0, 2.0], [0.0, 3.0, 2.5]),
+    "laplace-1d": Laplace(0.8, 1),
+    "laplace-3d": Laplace(1.3, 3),
+}
+SIGMA2 = (0.3, 1.0, 5.0)
+
+
+# --- the battery -------------------------------------------------------------------------------
+
+
+def check_prior(prior, sigma2, rng):
+    """Every check that applies to ``prior`` at noise variance ``sigma2``."""
+    check_normalised(prior, sigma2, rng)
+    check_sample_moments(prior, rng)
+    check_score_matches_finite_differences(prior, sigma2, rng)
+    check_tweedie(prior, sigma2, rng)
+    if prior.dim == 1:
+        check_posterior_mean_matches_quadrature(prior, sigma2, rng)
+    check_mmse(prior, sigma2, rng)
+
+
+@pytest.mark.parametrize("sigma2", SIGMA2)
+@pytest.mark.parametrize("prior", CASES.values(), ids=CASES.keys())
+def test_battery(prior, sigma2):
+    check_prior(prior, sigma2, np.random.default_rng(SEED))
+
+
+def _noisy_draws(prior, sigma2, rng, n):
+    x = prior.sample(n, rng)
+    return x, x + np.sqrt(sigma2) * rng.standard_normal(x.shape)
+
+
+def _reference_1d(prior):
+    """A 1-D prior written out from its parameters, independently of the module's formulas.
+
+    Returns ``("atoms", values, weights)`` or ``("density", pdf, lo, hi, landmarks)`` with the
+    support (up to a negligible tail) in ``[lo, hi]``.
+    """
+    if isinstance(prior, Discrete):
+        return "atoms", prior.atoms[:, 0], prior.weights
+    if isinstance(prior, UniformSphere):
+        return "atoms", np.array([-prior.radius, prior.radius]), np.array([0.5, 0.5])
+    if isinstance(prior, Gaussian):
+        m, sd = prior.mean[0], np.sqrt(prior.var)
+        return "density", stats.norm(m, sd).pdf, m - 40 * sd, m + 40 * sd, [m]
+    if isinstance(prior, GaussianMixture):
+        means, sd = prior.means[:, 0], np.sqrt(prior.var)
+
+        def pdf(x):
+            return prior.weights @ stats.norm.pdf(x, means, sd)
+
+        return "density", pdf, means.min() - 40 * sd, means.max() + 40 * sd, list(means)
+    if isinstance(prior, UniformBox):
+        lo, hi = prior.low[0], prior.high[0]
+        return "density", stats.uniform(lo, hi - lo).pdf, lo, hi, []
+    if isinstance(prior, Laplace):
+        b = prior.scale
+        return "density", stats.laplace(scale=b).pdf, -80 * b, 80 * b, [0.0]
+    raise TypeError(type(prior))
+
+
+def _quad(f, lo, hi, points, epsabs=0.0):
+    points = sorted({float(p) for p in points if lo < p < hi})
+    return integrate.quad(f, lo, hi, points=points or None, epsabs=epsabs, epsrel=1e-11, limit=500)
+
+
+def check_normalised(prior, sigma2, rng):
+    """``int p(xt) dxt = 1``: quadrature in 1-D, a product or radial reduction, or importance sampling."""
+    sd = np.sqrt(sigma2)
+    if prior.dim == 1:
+        _check_normalised_1d(prior, sigma2)
+    elif isinstance(prior, (Gaussian, UniformBox, Laplace)):
+        factors = {
+            Gaussian: lambda i: Gaussian(prior.mean[i], prior.var),
+            UniformBox: lambda i: UniformBox(prior.low[i], prior.high[i]),
+            Laplace: lambda i: Laplace(prior.scale, 1),
+        }[type(prior)]
+        _, xt = _noisy_draws(prior, sigma2, rng, 50)
+        total = sum(factors(i).noisy_logpdf(xt[:, [i]], sigma2) for i in range(prior.dim))
+        assert_allclose(prior.noisy_logpdf(xt, sigma2), total, rtol=1e-13, atol=1e-13)
+        for i in range(prior.dim):
+            _check_normalised_1d(factors(i), sigma2)
+    elif isinstance(prior, UniformSphere):
+        d, r = prior.dim, prior.radius
+        log_area = np.log(2) + 0.5 * d * np.log(np.pi) - special.gammaln(d / 2)
+        e1 = np.eye(d)[:1]
+
+        def radial(radius):
+            return np.exp(log_area + (d - 1) * np.log(radius) + prior.noisy_logpdf(radius * e1, sigma2)[0])
+
+        total, err = _quad(radial, max(0.0, r - 40 * sd), r + 40 * sd, [r])
+        assert abs(total - 1) <= err + 1e-10
+    else:
+        centres, h = (prior.means, prior.var + sigma2) if isinstance(prior, GaussianMixture) else (prior.atoms, sigma2)
+        # Proposal q: equal-weight mixture of N(c_k, 2 h I); p / q <= K max_k w_k 2^(d/2) is bounded.
+        k, d = centres.shape
+        t = centres[rng.integers(k, size=N_SAMPLES)] + np.sqrt(2 * h) * rng.standard_normal((N_SAMPLES, d))
+        sq = np.sum((t[:, None, :] - centres[None, :, :]) ** 2, axis=2)
+        log_q = special.logsumexp(-sq / (4 * h), axis=1) - np.log(k) - 0.5 * d * np.log(4 * np.pi * h)
+        ratio = np.exp(prior.noisy_logpdf(t, sigma2) - log_q)
+        assert abs(ratio.mean() - 1) <= 5 * ratio.std(ddof=1) / np.sqrt(N_SAMPLES)
+
+
+def _check_normalised_1d(prior, sigma2):
+    sd = np.sqrt(sigma2)
+    ref = _reference_1d(prior)
+    if ref[0] == "atoms":
+        lo, hi, landmarks = ref[1].min(), ref[1].max(), list(ref[1])
+    else:
+        lo, hi, landmarks = ref[2], ref[3], [ref[2], ref[3], *ref[4]]
+    total, err = _quad(
+        lambda t: np.exp(prior.noisy_logpdf([[t]], sigma2)[0]), lo - 40 * sd, hi + 40 * sd, landmarks
+    )
+    assert abs(total - 1) <= err + 1e-10
+
+
+def check_sample_moments(prior, rng):
+    """Sample mean and second moment within 5 standard errors of ``moments()``."""
+    mean, var = prior.moments()
+    x = prior.sample(N_SAMPLES, rng)
+    assert x.shape == (N_SAMPLES, prior.dim) and x.dtype == np.float64
+    assert np.all(np.abs(x.mean(axis=0) - mean) <= 5 * np.sqrt(var / N_SAMPLES))
+    second = x**2
+    se = second.std(axis=0, ddof=1) / np.sqrt(N_SAMPLES)
+    assert np.all(np.abs(second.mean(axis=0) - (var + mean**2)) <= 5 * se)
+
+
+def check_score_matches_finite_differences(prior, sigma2, rng):
+    """``noisy_score`` = central differences of ``noisy_logpdf`` with step ``h = 1e-4 sqrt(sigma2)``.
+
+    The truncation error is ``h^2 |d^3 log p| / 6``; ``d^3 log p`` is the third posterior
+    cumulant over ``sigma2^3`` (Tweedie), at most ``(L + sd)^3 / sd^6`` for a prior of spread
+    ``L``. Rounding adds ``eps |log p| / h``. The tolerance is 10 times their sum.
+    """
+    sd = np.sqrt(sigma2)
+    h = 1e-4 * sd
+    spread = np.sqrt(np.sum(prior.moments()[1]))
+    _, xt = _noisy_draws(prior, sigma2, rng, 20)
+    logp = prior.noisy_logpdf(xt, sigma2)
+    fd = np.empty_like(xt)
+    for i in range(prior.dim):
+        step = np.zeros(prior.dim)
+        step[i] = h
+        fd[:, i] = (prior.noisy_logpdf(xt + step, sigma2) - prior.noisy_logpdf(xt - step, sigma2)) / (2 * h)
+    tol = 10 * (h**2 * (spread + sd) ** 3 / sd**6 + EPS * (1 + np.abs(logp)) / h)
+    assert np.all(np.abs(prior.noisy_score(xt, sigma2) - fd) <= tol[:, None])
+
+
+def check_tweedie(prior, sigma2, rng):
+    """``E[x | xt] = xt + sigma2 * grad log p(xt)`` to 1e-9 relative."""
+    _, xt = _noisy_draws(prior, sigma2, rng, 200)
+    xt = np.concatenate([xt, np.zeros((1, prior.dim)), np.full((1, prior.dim), 10 * prior_scale(prior))])
+    pm = prior.posterior_mean(xt, sigma2)
+    tweedie = xt + sigma2 * prior.noisy_score(xt, sigma2)
+    assert np.all(np.abs(pm - tweedie) <= 1e-9 * (np.abs(xt) + np.abs(pm) + prior_scale(prior)))
+
+
+def _reference_posterior_mean(prior, t, sigma2):
+    """``int x rho0(x) phi(t - x) dx / int rho0(x) phi(t - x) dx`` from :func:`_reference_1d`."""
+    sd = np.sqrt(sigma2)
+    ref = _reference_1d(prior)
+    if ref[0] == "atoms":
+        values, weights = ref[1], ref[2]
+        w = weights * stats.norm.pdf(t, values, sd)
+        return w @ values / w.sum()
+    _, pdf, lo, hi, landmarks = ref
+    lo, hi = max(lo, t - 40 * sd), min(hi, t + 40 * sd)
+    points = [t, *landmarks]
+    den, _ = _quad(lambda x: pdf(x) * stats.norm.pdf(t, x, sd), lo, hi, points)
+    # The numerator may vanish (odd integrand): ask for 1e-12 (|t| + hi - lo) of the ratio instead.
+    num, _ = _quad(lambda x: x * pdf(x) * stats.norm.pdf(t, x, sd), lo, hi, points, 1e-12 * den * (abs(t) + hi - lo))
+    return num / den
+
+
+def check_posterior_mean_matches_quadrature(prior, sigma2, rng):
+    scale = prior_scale(prior) + np.sqrt(sigma2)
+    _, xt = _noisy_draws(prior, sigma2, rng, 8)
+    xt = np.concatenate([xt, [[0.0], [3 * scale], [-3 * scale]]])
+    reference = [_reference_posterior_mean(prior, t, sigma2) for t in xt[:, 0]]
+    assert_allclose(prior.posterior_mean(xt, sigma2)[:, 0], reference, rtol=1e-8, atol=1e-9 * scale)
+
+
+EXPECTED_METHOD = {Gaussian: "exact", UniformBox: "quadrature", Laplace: "quadrature", UniformSphere: "quadrature"}
+
+
+def check_mmse(prior, sigma2, rng):
+    """The reported risk agrees with an independent Monte Carlo within its error + 5 standard errors."""
+    est = prior.mmse(sigma2, rng=SEED + 1)
+    expected = EXPECTED_METHOD.get(type(prior), "quadrature" if prior.dim == 1 else "monte-carlo")
+    assert est.method == expected
+    if est.method == "quadrature":
+        assert est.error <= 1e-8 * max(est.value, 1.0)
+    x, xt = _noisy_draws(prior, sigma2, rng, N_SAMPLES)
+    loss = np.sum((x - prior.posterior_mean(xt, sigma2)) ** 2, axis=1) / prior.dim
+    assert abs(loss.mean() - est.value) <= est.error + 5 * loss.std(ddof=1) / np.sqrt(N_SAMPLES)
+
+
+# --- closed forms and special points -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("dim", [1, 2, 3, 5, 50, 2000])
+def test_sphere_matches_mpmath_bessel(dim):
+    """Posterior mean norm ``r A(kappa)`` and ``log p`` against mpmath, across the Bessel regimes."""
+    nu = dim / 2 - 1
+    edges = [max(1.0, nu) * (1 + e) for e in (0, 1e-9)] + [max(1.0, nu + 1) * (1 + e) for e in (0, 1e-9)]
+    kappas = [0.0, 1e-8, 0.5, *edges, 3 * max(1.0, nu), 1e8 * (1 - 1e-9), 1e8, 1e12]
+    prior = UniformSphere(dim, 1.0)
+    xt = np.zeros((len(kappas), dim))
+    xt[:, 0] = kappas  # r = sigma2 = 1, so kappa = ||xt||
+    ratio = prior.posterior_mean(xt, 1.0)[:, 0]
+    logp = prior.noisy_logpdf(xt, 1.0)
+    for k, got_ratio, got_logp in zip(kappas, ratio, logp):
+        with mpmath.workdps(40):
+            kk = mpmath.mpf(k)
+            want_ratio = 0 if k == 0 else mpmath.besseli(nu + 1, kk) / mpmath.besseli(nu, kk)
+            log_0f1 = mpmath.log(mpmath.hyp0f1(nu + 1, kk**2 / 4, maxterms=10**6)) if k < 1e3 else (
+                mpmath.loggamma(nu + 1) + nu * mpmath.log(2 / kk) + mpmath.log(mpmath.besseli(nu, kk))
+            )
+            want_logp = -0.5 * dim * mpmath.log(2 * mpmath.pi) - (kk**2 + 1) / 2 + log_0f1
+        assert got_ratio == pytest.approx(float(want_ratio), rel=1e-12, abs=1e-300)
+        assert got_logp == pytest.approx(float(want_logp), rel=1e-12, abs=1e-12)
+
+
+def test_sphere_at_origin():
+    prior = UniformSphere(3, 2.0)
+    xt = np.zeros((1, 3))
+    assert np.all(prior.posterior_mean(xt, 0.5) == 0) and np.all(prior.noisy_score(xt, 0.5) == 0)
+    assert prior.noisy_logpdf(xt, 0.5)[0] == pytest.approx(-1.5 * np.log(np.pi) - 4.0, rel=1e-14)
+
+
+def test_sphere_dim1_is_the_two_point_prior():
+    sphere, atoms = UniformSphere(1, 1.5), Discrete([[-1.5], [1.5]])
+    xt = np.linspace(-6, 6, 41)[:, None]
+    for sigma2 in (1e-3, 0.3, 5.0):
+        for method in ("noisy_logpdf", "noisy_score", "posterior_mean"):
+            got, want = getattr(sphere, method)(xt, sigma2), getattr(atoms, method)(xt, sigma2)
+            assert_allclose(got, want, rtol=1e-11, atol=1e-11)
+        assert sphere.mmse(sigma2).value == pytest.approx(atoms.mmse(sigma2).value, rel=1e-8, abs=1e-15)
+
+
+def test_one_component_mixture_is_the_gaussian():
+    mixture, gaussian = GaussianMixture([[0.4, -1.0]], var=0.8), Gaussian([0.4, -1.0], 0.8)
+    xt = np.random.default_rng(SEED).normal(size=(30, 2)) * 3
+    for method in ("noisy_logpdf", "noisy_score", "posterior_mean"):
+        assert_allclose(getattr(mixture, method)(xt, 0.7), getattr(gaussian, method)(xt, 0.7), rtol=1e-12, atol=1e-13)
+    want = Gaussian(0.4, 0.8).mmse(0.7).value
+    assert GaussianMixture([[0.4]], var=0.8).mmse(0.7).value == pytest.approx(want, rel=1e-9)
+
+
+def test_box_far_outside():
+    """Beyond an edge by ``D >> sd`` the posterior is an exponential of rate ``D / sigma2`` at the edge."""
+    prior, sigma2 = UniformBox(0.0, 1.0), 1e-6
+    for t in (1.0 + 1e3, -1e3):
+        dist = t - 1.0 if t > 1 else -t
+        edge = 1.0 if t > 1 else 0.0
+        pm = prior.posterior_mean([[t]], sigma2)[0, 0]
+        # E[x | t] is xt + sd E[u]: exact up to the rounding of |t| (and 2 sigma2^2 / dist^3).
+        assert pm == pytest.approx(edge - np.sign(t) * sigma2 / dist, abs=4 * EPS * abs(t))
+        want = special.log_ndtr(-dist / np.sqrt(sigma2))
+        assert prior.noisy_logpdf([[t]], sigma2)[0] == pytest.approx(want, rel=1e-12)
+
+
+def test_laplace_far_tails_soft_threshold():
+    """For ``|t| >> sigma2 / b`` the posterior is ``N(t - sign(t) sigma2 / b, sigma2)``."""
+    prior, sigma2 = Laplace(0.5, 1), 1e-2
+    t = np.array([[-500.0], [500.0]])
+    assert_allclose(prior.posterior_mean(t, sigma2), t - np.sign(t) * sigma2 / 0.5, rtol=1e-14)
+    want = sigma2 / (2 * 0.5**2) - 500 / 0.5 - np.log(2 * 0.5)
+    assert_allclose(prior.noisy_logpdf(t, sigma2), want, rtol=1e-14)
+
+
+@pytest.mark.parametrize(
+    "prior", [CASES[k] for k in ("gaussian-1d", "mixture-1d", "discrete-1d", "sphere-3d", "box-3d", "laplace-3d")]
+)
+def test_mmse_tends_to_prior_variance(prior):
+    """``MMSE = mean_i Var x_i (1 + O(Var / sigma2))`` as ``sigma2 -> inf``."""
+    var = prior.moments()[1]
+    assert prior.mmse(1e6).value == pytest.approx(var.mean(), rel=1e-4)
+
+
+@pytest.mark.parametrize("prior", [Laplace(1.0, 2), UniformBox([0.0, -1.0], [2.0, 3.0])])
+def test_mmse_tends_to_sigma2(prior):
+    """A continuous density gives ``MMSE = sigma2 (1 + O(sqrt(sigma2)))`` as ``sigma2 -> 0``."""
+    assert prior.mmse(1e-8).value == pytest.approx(1e-8, rel=1e-3)
+
+
+def test_sphere_mmse_small_noise_keeps_tangential_part():
+    """On the sphere only the ``d - 1`` tangential noise directions survive: ``MMSE ~ sigma2 (d - 1) / d``."""
+    assert UniformSphere(4, 1.0).mmse(1e-8).value == pytest.approx(0.75e-8, rel=1e-3)
+
+
+# --- the discrete prior in row blocks ----------------------------------------------------------
+
+
+def test_discrete_blocks_match_direct_computation():
+    rng = np.random.default_rng(SEED)
+    atoms, weights = rng.normal(size=(300, 2)), rng.dirichlet(np.ones(300))
+    xt = rng.normal(size=(97, 2)) * 2
+    small = Discrete(atoms, weights, budget_bytes=9 * 300 * 10)  # 10 rows per block
+    log_terms = np.log(weights) - np.sum((xt[:, None] - atoms[None]) ** 2, axis=2) / (2 * 0.3)
+    want_logp = special.logsumexp(log_terms, axis=1) - np.log(2 * np.pi * 0.3)
+    want_mean = special.softmax(log_terms, axis=1) @ atoms
+    assert_allclose(small.noisy_logpdf(xt, 0.3), want_logp, rtol=1e-12)
+    assert_allclose(small.posterior_mean(xt, 0.3), want_mean, rtol=1e-11, atol=1e-12)
+
+
+def test_discrete_respects_memory_budget():
+    """20000 atoms x 3000 queries would need 480 MB at once; the blocks stay within 4 MiB."""
+    rng = np.random.default_rng(SEED)
+    budget = 4 * 2**20
+    prior = Discrete(rng.normal(size=(20_000, 1)), budget_bytes=budget)
+    xt = rng.normal(size=(3000, 1))
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        prior.posterior_mean(xt, 0.1)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak <= budget + 2**18  # plus the (3000, 1) inputs and outputs
+
+
+@pytest.mark.slow
+def test_discrete_empirical_prior_mmse_1d_many_atoms():
+    """Quadrature for 20000 atoms agrees with a Monte Carlo estimate."""
+    rng = np.random.default_rng(SEED)
+    prior = Discrete(rng.normal(size=(20_000, 1)))
+    est = prior.mmse(0.1)
+    x, xt = _noisy_draws(prior, 0.1, rng, N_SAMPLES)
+    loss = (x - prior.posterior_mean(xt, 0.1))[:, 0] ** 2
+    assert abs(loss.mean() - est.value) <= est.error + 5 * loss.std(ddof=1) / np.sqrt(N_SAMPLES)
+
+
+# --- properties (Hypothesis) -------------------------------------------------------------------
+
+
+@given(prior=priors(dim=1), sigma2=sigma2s(1e-4, 1e4), reach=st.sampled_from([3.0, 30.0, 1e3]))
+def test_posterior_mean_nondecreasing_1d(prior, sigma2, reach):
+    """``d E[x | t] / dt = Var[x | t] / sigma2 >= 0``; allow rounding of a few ulps of ``|t|``."""
+    t = np.linspace(-1, 1, 401)[:, None] * reach * (prior_scale(prior) + np.sqrt(sigma2))
+    pm = prior.posterior_mean(t, sigma2)[:, 0]
+    assert np.all(np.diff(pm) >= -16 * EPS * (np.abs(t[1:, 0]) + np.abs(pm[1:])))
+
+
+@given(data=st.data())
+def test_far_tails_are_finite(data):
+    dim = data.draw(st.integers(1, 3))
+    prior = data.draw(priors(dim))
+    sigma2 = data.draw(sigma2s())
+    xt = data.draw(prior_queries(prior))
+    logp = prior.noisy_logpdf(xt, sigma2)
+    assert logp.shape == (xt.shape[0],) and np.all(np.isfinite(logp))
+    for method in (prior.noisy_score, prior.posterior_mean):
+        out = method(xt, sigma2)
+        assert out.shape == xt.shape and np.all(np.isfinite(out))
+
+
+@given(data=st.data())
+def test_posterior_mean_in_convex_hull(data):
+    dim = data.draw(st.integers(1, 3))
+    prior = data.draw(boxes(dim) | discretes(dim) | spheres(dim))
+    sigma2 = data.draw(sigma2s())
+    pm = prior.posterior_mean(data.draw(prior_queries(prior)), sigma2)
+    if isinstance(prior, UniformBox):
+        assert np.all((prior.low <= pm) & (pm <= prior.high))
+    elif isinstance(prior, Discrete):
+        slack = 4 * EPS * np.max(np.abs(prior.atoms))
+        assert np.all(pm >= prior.atoms.min(axis=0) - slack) and np.all(pm <= prior.atoms.max(axis=0) + slack)
+    else:
+        assert np.all(np.linalg.norm(pm, axis=1) <= prior.radius * (1 + 1e-12))
+
+
+# --- bad inputs --------------------------------------------------------------------------------
+
+BAD_PARAMETERS = [
+    (lambda: Gaussian(np.nan, 1.0), ValueError, "mean contains nan"),
+    (lambda: Gaussian([[0.0, 1.0]], 1.0), ValueError, "Expected 1D array for mean"),
+    (lambda: Gaussian("a", 1.0), TypeError, "mean must be an array of real numbers"),
+    (lambda: Gaussian(0.0, 0.0), ValueError, r"var == 0.0, must be > 0"),
+    (lambda: Gaussian(0.0, np.inf), ValueError, r"var == inf, must be finite"),
+    (lambda: GaussianMixture([0.0, 1.0], var=1.0), ValueError, r"Expected 2D array for means.*reshape"),
+    (lambda: GaussianMixture([[0.0], [np.inf]], var=1.0), ValueError, "means contains nan or inf"),
+    (lambda: GaussianMixture([[0.0], [1.0]], [0.5, 0.6], var=1.0), ValueError, "weights sum to 1.1"),
+    (lambda: GaussianMixture([[0.0], [1.0]], [1.5, -0.5], var=1.0), ValueError, r"weights\[1\] == -0.5"),
+    (lambda: GaussianMixture([[0.0], [1.0]], [1.0], var=1.0), ValueError, r"weights has shape \(1,\)"),
+    (lambda: GaussianMixture([[0.0], [1.0]], var=-2.0), ValueError, r"var == -2.0, must be > 0"),
+    (lambda: GaussianMixture([[0.0], [1.0]]), TypeError, "var"),
+    (lambda: Discrete([[0.0], [np.nan]]), ValueError, "atoms contains nan"),
+    (lambda: Discrete([0.0, 1.0]), ValueError, r"Expected 2D array for atoms.*reshape"),
+    (lambda: Discrete([[0.0], [1.0]], [0.25, 0.7]), ValueError, "weights sum to 0.95"),
+    (lambda: Discrete([[0.0], [1.0]], [[0.5, 0.5]]), ValueError, "Expected 1D array for weights"),
+    (lambda: Discrete([[0.0]] * 100, budget_bytes=500), ValueError, r"budget_bytes == 500 is too small for 100 atoms"),
+    (lambda: Discrete([[0.0]], budget_bytes=0), ValueError, r"budget_bytes == 0, must be >= 1"),
+    (lambda: UniformSphere(0), ValueError, r"dim == 0, must be >= 1"),
+    (lambda: UniformSphere(2.5), TypeError, "dim must be an integer"),
+    (lambda: UniformSphere(2001), ValueError, r"dim == 2001, must be <= 2000"),
+    (lambda: UniformSphere(3, -1.0), ValueError, r"radius == -1.0, must be > 0"),
+    (lambda: UniformSphere(3, np.nan), ValueError, r"radius == nan, must be finite"),
+    (lambda: UniformBox(1.0, 0.0), ValueError, r"low\[0\] == 1.0 >= high\[0\] == 0.0"),
+    (lambda: UniformBox([0.0, 2.0], [1.0, 2.0]), ValueError, r"low\[1\] == 2.0 >= high\[1\] == 2.0"),
+    (lambda: UniformBox([0.0, 0.0], [1.0]), ValueError, r"low has shape \(2,\) but high has shape \(1,\)"),
+    (lambda: UniformBox(0.0, np.inf), ValueError, "high contains nan or inf"),
+    (lambda: Laplace(0.0, 1), ValueError, r"scale == 0.0, must be > 0"),
+    (lambda: Laplace(np.inf, 1), ValueError, r"scale == inf, must be finite"),
+    (lambda: Laplace(1.0, 0), ValueError, r"dim == 0, must be >= 1"),
+    (lambda: Laplace(1.0, 1.5), TypeError, "dim must be an integer"),
+]
+
+
+@pytest.mark.parametrize(("make", "error", "match"), BAD_PARAMETERS)
+def test_bad_parameters_raise_naming_them(make, error, match):
+    with pytest.raises(error, match=match):
+        make()
+
+
+BAD_CALLS = [
+    (lambda p: p.noisy_logpdf(np.zeros(p.dim + 1), 1.0), ValueError, r"Expected 2D array for xt.*reshape"),
+    (lambda p: p.noisy_score(np.zeros((2, p.dim + 1)), 1.0), ValueError, r"xt has d == \d+ coordinates per point but"),
+    (lambda p: p.posterior_mean(np.full((1, p.dim), np.nan), 1.0), ValueError, "xt contains nan or inf"),
+    (lambda p: p.posterior_mean(np.zeros((1, p.dim)), 0.0), ValueError, r"sigma2 == 0.0, must be > 0"),
+    (lambda p: p.noisy_logpdf(np.zeros((1, p.dim)), np.nan), ValueError, r"sigma2 == nan, must be finite"),
+    (lambda p: p.noisy_score(np.zeros((1, p.dim)), "1"), TypeError, "sigma2 must be a real number"),
+    (lambda p: p.sample(0, 1), ValueError, r"n == 0, must be >= 1"),
+    (lambda p: p.sample(3, "seed"), TypeError, "rng must be"),
+    (lambda p: p.mmse(-1.0), ValueError, r"sigma2 == -1.0, must be > 0"),
+    (lambda p: p.mmse(1.0, n_mc=1), ValueError, r"n_mc == 1, must be >= 2"),
+]
+
+
+@pytest.mark.parametrize(("call", "error", "match"), BAD_CALLS)
+@pytest.mark.parametrize(
+    "prior", [CASES[k] for k in ("gaussian-3d", "mixture-2d", "discrete-1d", "sphere-2d", "box-1d", "laplace-3d")]
+)
+def test_bad_calls_raise_naming_the_argument(prior, call, error, match):
+    with pytest.raises(error, match=match):
+        call(prior)
+
+
+# --- small API facts ---------------------------------------------------------------------------
+
+
+def test_repr_shows_parameters():
+    assert repr(Gaussian(0.5, 2.0)) == "Gaussian(mean=[0.5], var=2.0)"
+    assert repr(GaussianMixture([[0.0], [1.0]], [0.25, 0.75], var=0.5)) == (
+        "GaussianMixture(means=[[0.0], [1.0]], weights=[0.25, 0.75], var=0.5)"
+    )
+    want = "Discrete(atoms=<array of shape (20, 2)>, weights=<array of shape (20,)>)"
+    assert repr(Discrete(np.zeros((20, 2)))) == want
+    assert repr(UniformSphere(3, 2.0)) == "UniformSphere(dim=3, radius=2.0)"
+    assert repr(UniformBox([0.0, 1.0], [1.0, 3.0])) == "UniformBox(low=[0.0, 1.0], high=[1.0, 3.0])"
+    assert repr(Laplace(0.5, 4)) == "Laplace(scale=0.5, dim=4)"
+
+
+def test_risk_estimate_is_frozen_and_monte_carlo_is_seeded():
+    prior = CASES["mixture-2d"]
+    first, second = prior.mmse(1.0, rng=3, n_mc=2000), prior.mmse(1.0, rng=3, n_mc=2000)
+    assert isinstance(first, RiskEstimate) and first == second
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        first.value = 0.0
