@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-__all__ = ["Interval", "SlopeFit", "loglog_slope", "mean_interval"]
+__all__ = ["Interval", "SlopeFit", "linear_fit", "loglog_slope", "mean_interval"]
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,7 @@ class Interval:
 
 @dataclass(frozen=True)
 class SlopeFit:
-    """Least-squares fit ``log y = intercept + slope * log x`` with a t-interval on the slope."""
+    """Least-squares line ``y = intercept + slope * x`` with a t-interval on the slope."""
 
     slope: Interval
     intercept: float
@@ -48,22 +48,31 @@ def mean_interval(values, level: float = 0.95) -> Interval:
     return Interval(mean, mean - half, mean + half, level, int(v.size))
 
 
-def loglog_slope(x, y, level: float = 0.95) -> SlopeFit:
-    r"""Fit :math:`\log y = c + p \log x` by least squares; t-interval on :math:`p`.
+def linear_fit(x, y, level: float = 0.95) -> SlopeFit:
+    r"""Least-squares line :math:`y = c + p x` with a Student-t interval on the slope :math:`p`.
 
-    Needs at least three positive points so that the interval has a degree of freedom.
+    Needs at least three finite points so that the interval has a degree of freedom.
     """
     x = np.asarray(x, dtype=float).ravel()
     y = np.asarray(y, dtype=float).ravel()
     if x.shape != y.shape or x.size < 3:
         raise ValueError(f"x and y must have the same length >= 3, got {x.size} and {y.size}")
-    if np.any(x <= 0) or np.any(y <= 0) or not np.all(np.isfinite(np.r_[x, y])):
-        raise ValueError(f"x and y must be finite and > 0 for a log-log fit, got x={x}, y={y}")
-    fit = stats.linregress(np.log(x), np.log(y))
+    if not np.all(np.isfinite(np.r_[x, y])):
+        raise ValueError(f"x and y must be finite, got x={x}, y={y}")
+    fit = stats.linregress(x, y)
     half = float(stats.t.ppf(0.5 + level / 2, x.size - 2) * fit.stderr)
-    resid = np.log(y) - (fit.intercept + fit.slope * np.log(x))
+    resid = y - (fit.intercept + fit.slope * x)
     return SlopeFit(
         slope=Interval(float(fit.slope), float(fit.slope) - half, float(fit.slope) + half, level, int(x.size)),
         intercept=float(fit.intercept),
-        residual_std=float(resid.std(ddof=2)) if x.size > 2 else 0.0,
+        residual_std=float(resid.std(ddof=2)),
     )
+
+
+def loglog_slope(x, y, level: float = 0.95) -> SlopeFit:
+    r"""Fit :math:`\log y = c + p \log x` (:func:`linear_fit` on logs); ``x`` and ``y`` must be > 0."""
+    x = np.asarray(x, dtype=float).ravel()
+    y = np.asarray(y, dtype=float).ravel()
+    if np.any(x <= 0) or np.any(y <= 0):
+        raise ValueError(f"x and y must be > 0 for a log-log fit, got x={x}, y={y}")
+    return linear_fit(np.log(x), np.log(y), level)

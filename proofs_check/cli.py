@@ -32,6 +32,18 @@ def _verify(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sweep(args: argparse.Namespace) -> int:
+    from numerics.sweep import sweep_file
+
+    try:
+        summary = sweep_file(args.config, args.store, workers=args.workers, csv_path=args.csv)
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"attneb sweep: {exc}", file=sys.stderr)
+        return 2
+    print(summary)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="attneb",
@@ -46,6 +58,17 @@ def build_parser() -> argparse.ArgumentParser:
         "write report.json and report.md, and exit non-zero if any check fails.",
     )
     add_verify_arguments(verify)
+    sweep = sub.add_parser(
+        "sweep",
+        help="run a declarative experiment (TOML) into a resumable SQLite store",
+        description="Expand the experiment in CONFIG into runs and execute those not yet in the "
+        "store; each finished run is written at once, so an interrupted sweep resumes where it stopped.",
+    )
+    sweep.add_argument("config", help="experiment file (TOML), e.g. examples/sweeps/two_cluster_recovery.toml")
+    sweep.add_argument("--store", required=True, help="SQLite file for the results (created if missing)")
+    sweep.add_argument("--workers", type=int, default=1, help="worker processes (results do not depend on it)")
+    sweep.add_argument("--csv", help="also export the experiment's rows to this CSV file")
+    sweep.set_defaults(func=_sweep)
     return parser
 
 
