@@ -18,7 +18,7 @@ def _verify(args: argparse.Namespace) -> int:
     print(f"attneb verify ({mode}): checking claims, one line each as it completes", flush=True)
     start = time.perf_counter()
     try:
-        results = run(args.only, quick=args.quick, on_claim=lambda r: print(claim_line(r), flush=True))
+        results = run(args.only, quick=args.quick, out=Path(args.out), on_claim=lambda r: print(claim_line(r), flush=True))
     except ValueError as exc:
         print(f"attneb verify: {exc}", file=sys.stderr)
         return 2

@@ -12,7 +12,7 @@ import numpy as np
 from numerics import estimators, experiments, flow, kernels, priors, stats, transformer
 
 from . import claims as _claims  # noqa: F401  (registers the claims these checks attach to)
-from .registry import Evidence, check
+from .registry import Context, Evidence, check
 
 IDENTITY_TOL = 1e-10
 #: Five-point finite differences with step 1e-3 on O(1) data: truncation ~1e-12 * f^(5), rounding ~1e-13.
@@ -40,7 +40,7 @@ def _identity(residuals: dict[str, float], tol: float, what: str) -> Evidence:
 
 
 @check("C1", "attention head = kernel mean = empirical posterior mean")
-def attention_is_posterior_mean(quick: bool) -> Evidence:
+def attention_is_posterior_mean(ctx: Context) -> Evidence:
     queries, keys = _context(seed=1)
     residuals = {}
     for h2 in BANDWIDTHS:
@@ -62,7 +62,7 @@ def _five_point_gradient(f, x: np.ndarray, step: float) -> np.ndarray:
 
 
 @check("C2", "kernel-mean residual = h2 x empirical-prior score")
-def residual_is_score(quick: bool) -> Evidence:
+def residual_is_score(ctx: Context) -> Evidence:
     queries, keys = _context(seed=2)
     residuals = {}
     for h2 in BANDWIDTHS:
@@ -73,7 +73,7 @@ def residual_is_score(quick: bool) -> Evidence:
 
 
 @check("C2", "kernel-mean residual = h2 x finite-difference gradient of log_kde")
-def residual_is_gradient_of_log_kde(quick: bool) -> Evidence:
+def residual_is_gradient_of_log_kde(ctx: Context) -> Evidence:
     queries, keys = _context(seed=3)
     residuals = {}
     for h2 in (0.5, 5.0):
@@ -84,7 +84,7 @@ def residual_is_gradient_of_log_kde(quick: bool) -> Evidence:
 
 
 @check("C7", "Stage 2 = posterior mean under the refined empirical prior")
-def stage_two_is_empirical_bayes(quick: bool) -> Evidence:
+def stage_two_is_empirical_bayes(ctx: Context) -> Evidence:
     rng = np.random.default_rng(7)
     prior = priors.GaussianMixture(np.array([[-2.0, 0.0], [2.0, 1.0]]), var=0.25)
     sigma2, h2, eta = 0.5, 0.25, 0.1
@@ -102,12 +102,12 @@ def stage_two_is_empirical_bayes(quick: bool) -> Evidence:
 
 
 @check("C3", "fitted order of Euler layers against the ODE")
-def euler_order(quick: bool) -> Evidence:
+def euler_order(ctx: Context) -> Evidence:
     rng = np.random.default_rng(3)
     x0 = np.concatenate([rng.normal(-1.0, 0.6, (32, 2)), rng.normal(1.0, 0.6, (32, 2))])
     h2, T = 0.2, 1.0
     reference = flow.particle_flow(x0, h2, T, method="ode", rtol=1e-12, atol=1e-12)
-    etas = np.array([0.2, 0.1, 0.05, 0.025] + ([] if quick else [0.0125, 0.00625]))
+    etas = np.array([0.2, 0.1, 0.05, 0.025] + ([] if ctx.quick else [0.0125, 0.00625]))
     errors = np.array([np.abs(flow.particle_flow(x0, h2, T, eta=eta) - reference).max() for eta in etas])
     fit = stats.loglog_slope(etas, errors)
     declared = flow.SOLVERS["euler"].order
@@ -127,10 +127,10 @@ def euler_order(quick: bool) -> Evidence:
 
 
 @check("C9", "Stage 2 alone has larger MSE than the two-stage estimator at T*")
-def depth_is_necessary(quick: bool) -> Evidence:
+def depth_is_necessary(ctx: Context) -> Evidence:
     prior = priors.GaussianMixture(np.array([[-2.0], [2.0]]), var=0.25)
     sigma2, h2 = 0.5, 0.05
-    n, seeds = (1024, range(5)) if quick else (4096, range(8))
+    n, seeds = (1024, range(5)) if ctx.quick else (4096, range(8))
     records = experiments.risk_records(
         {"two-stage": estimators.TwoStageDenoiser(sigma2, h2), "L=0": estimators.StageTwoOnly(sigma2)},
         prior, sigma2, n, list(seeds),

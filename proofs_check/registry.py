@@ -1,7 +1,7 @@
 """Claims and the checks that bear on them.
 
 A :class:`Claim` is an id from THEORY.md, a one-sentence statement and its
-assumptions. A check is a function ``check(quick: bool) -> Evidence`` registered
+assumptions. A check is a function ``check(ctx: Context) -> Evidence`` registered
 against a claim with :func:`check`; it measures something (a residual against a
 tolerance, a fitted rate with its interval, a difference with its interval over
 seeds) and says whether the measurement supports the claim. A check never
@@ -12,9 +12,32 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-__all__ = ["CLAIMS", "Check", "Claim", "Evidence", "check", "claim"]
+__all__ = ["CLAIMS", "Check", "Claim", "Context", "Evidence", "check", "claim"]
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a check may know about the run: its mode and where results and figures go.
+
+    Attributes
+    ----------
+    quick : bool
+        Smaller problems (``attneb verify --quick``), still real checks.
+    out : pathlib.Path
+        The report folder; sweeps keep their rows in ``out / "results.sqlite"`` (so an
+        interrupted ``verify`` resumes) and figures are written next to the report.
+    """
+
+    quick: bool
+    out: Path
+
+    @property
+    def store_path(self) -> Path:
+        """SQLite store of the experiments' rows."""
+        return self.out / "results.sqlite"
 
 
 @dataclass(frozen=True)
@@ -46,7 +69,7 @@ class Check:
     """A named measurement bearing on a claim."""
 
     name: str
-    func: Callable[[bool], Evidence]
+    func: Callable[[Context], Evidence]
 
 
 @dataclass
@@ -71,10 +94,13 @@ def claim(id: str, title: str, statement: str, assumptions: tuple[str, ...] = ()
     return CLAIMS[id]
 
 
-def check(claim_id: str, name: str) -> Callable[[Callable[[bool], Evidence]], Callable[[bool], Evidence]]:
-    """Decorator registering ``func(quick) -> Evidence`` as a check of claim ``claim_id``."""
+CheckFunc = Callable[[Context], Evidence]
 
-    def register(func: Callable[[bool], Evidence]) -> Callable[[bool], Evidence]:
+
+def check(claim_id: str, name: str) -> Callable[[CheckFunc], CheckFunc]:
+    """Decorator registering ``func(ctx) -> Evidence`` as a check of claim ``claim_id``."""
+
+    def register(func: CheckFunc) -> CheckFunc:
         if claim_id not in CLAIMS:
             raise ValueError(f"unknown claim id {claim_id!r}; register it with claim() first")
         CLAIMS[claim_id].checks.append(Check(name, func))

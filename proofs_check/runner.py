@@ -6,10 +6,11 @@ import time
 import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 from . import claims as _claims  # noqa: F401  (registers C1-C10)
 from . import numeric_checks as _numeric_checks  # noqa: F401  (registers the numeric checks)
-from .registry import CLAIMS, Check, Claim, Evidence
+from .registry import CLAIMS, Check, Claim, Context, Evidence
 
 __all__ = ["CheckResult", "ClaimResult", "run"]
 
@@ -44,10 +45,10 @@ class ClaimResult:
         return "pass"
 
 
-def _run_check(chk: Check, quick: bool) -> CheckResult:
+def _run_check(chk: Check, ctx: Context) -> CheckResult:
     start = time.perf_counter()
     try:
-        evidence = chk.func(quick)
+        evidence = chk.func(ctx)
     except Exception:  # a crashing check is reported, never hidden
         return CheckResult(chk.name, "error", None, traceback.format_exc(limit=5), time.perf_counter() - start)
     status = "pass" if evidence.passed else "fail"
@@ -58,6 +59,7 @@ def run(
     ids: Iterable[str] | None = None,
     *,
     quick: bool = False,
+    out: Path = Path("attneb-report"),
     on_claim: Callable[[ClaimResult], None] | None = None,
 ) -> list[ClaimResult]:
     """Run the checks of the claims ``ids`` (default: all), in registry order.
@@ -67,7 +69,9 @@ def run(
     ids : iterable of str, optional
         Claim ids to run; unknown ids raise ``ValueError``.
     quick : bool
-        Passed to every check: smaller problems, still real checks.
+        Smaller problems, still real checks.
+    out : pathlib.Path
+        Report folder, where checks keep their stores and figures (created if needed).
     on_claim : callable, optional
         Called with each :class:`ClaimResult` as soon as it is complete (progress, streaming).
     """
@@ -75,10 +79,12 @@ def run(
     unknown = [i for i in selected if i not in CLAIMS]
     if unknown:
         raise ValueError(f"unknown claim id(s) {unknown}; known: {list(CLAIMS)}")
+    out.mkdir(parents=True, exist_ok=True)
+    ctx = Context(quick=quick, out=out)
     results = []
     for claim_id in selected:
         claim = CLAIMS[claim_id]
-        result = ClaimResult(claim, tuple(_run_check(c, quick) for c in claim.checks))
+        result = ClaimResult(claim, tuple(_run_check(c, ctx) for c in claim.checks))
         if on_claim is not None:
             on_claim(result)
         results.append(result)
