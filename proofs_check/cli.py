@@ -32,6 +32,29 @@ def _verify(args: argparse.Namespace) -> int:
     return 0
 
 
+def _derive(args: argparse.Namespace) -> int:
+    import theory
+
+    if args.name is None:
+        print("derivations (building and checking each; sympy takes a few seconds apiece):", flush=True)
+        for name in theory.list_derivations():
+            derivation = theory.get_derivation(name)
+            report = derivation.check()
+            status = "checked" if report.passed else "FAILED"
+            counts = ", ".join(f"{n} {method}" for method, n in report.methods().items() if n)
+            print(f"  {name:<12} {status:<8} ({counts})  {derivation.title}", flush=True)
+        print("show one with: attneb derive NAME [--latex]")
+        return 0
+    if args.name not in theory.list_derivations():
+        print(f"attneb derive: unknown derivation {args.name!r}; known: {', '.join(theory.list_derivations())}",
+              file=sys.stderr)
+        return 2
+    derivation = theory.get_derivation(args.name)
+    report = derivation.check()
+    print(derivation.latex() if args.latex else derivation.to_text())
+    return 0 if report.passed else 1
+
+
 def _sweep(args: argparse.Namespace) -> int:
     from numerics.sweep import sweep_file
 
@@ -58,6 +81,16 @@ def build_parser() -> argparse.ArgumentParser:
         "write report.json and report.md, and exit non-zero if any check fails.",
     )
     add_verify_arguments(verify)
+    derive = sub.add_parser(
+        "derive",
+        help="list the sympy derivations with their check status, or print one",
+        description="Without NAME: list the derivations of theory/ and whether every step checks. "
+        "With NAME: print its steps, the reason for each and how each was checked "
+        "(symbolic = sympy reduced it to zero; numeric = mpmath at random points, not a proof).",
+    )
+    derive.add_argument("name", nargs="?", help="a derivation, e.g. depth_noise")
+    derive.add_argument("--latex", action="store_true", help="print LaTeX (an aligned block) instead of text")
+    derive.set_defaults(func=_derive)
     sweep = sub.add_parser(
         "sweep",
         help="run a declarative experiment (TOML) into a resumable SQLite store",

@@ -29,10 +29,13 @@ class Context:
     out : pathlib.Path
         The report folder; sweeps keep their rows in ``out / "results.sqlite"`` (so an
         interrupted ``verify`` resumes) and figures are written next to the report.
+    cache : dict
+        Results shared by the checks of one run (a derivation checked once for several claims).
     """
 
     quick: bool
     out: Path
+    cache: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def store_path(self) -> Path:

@@ -9,7 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import claims as _claims  # noqa: F401  (registers C1-C10)
+from . import meanfield_checks as _meanfield_checks  # noqa: F401  (registers G1, G2, S1 simulations)
 from . import numeric_checks as _numeric_checks  # noqa: F401  (registers the numeric checks)
+from . import symbolic_checks as _symbolic_checks  # noqa: F401  (registers the derivations)
 from .registry import CLAIMS, Check, Claim, Context, Evidence
 
 __all__ = ["CheckResult", "ClaimResult", "run"]

@@ -1,0 +1,71 @@
+"""Every registered derivation builds, checks, and prints its steps."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import sympy as sp
+
+import theory
+from theory.derivation import _escape
+
+NAMES = theory.list_derivations()
+
+
+def test_registry_names():
+    assert NAMES == ["attention", "depth_ode", "energy", "mean_field", "depth_noise", "gaussian", "stability",
+                     "tweedie", "stage2"]
+    assert list(theory.DERIVATIONS) == NAMES
+    assert len(theory.DERIVATIONS) == len(NAMES)
+    assert "gaussian" in theory.DERIVATIONS
+
+
+def test_unknown_name():
+    with pytest.raises(KeyError, match="unknown derivation 'nope'; known: attention"):
+        theory.get_derivation("nope")
+
+
+def test_lazy_and_cached():
+    assert theory.get_derivation("depth_noise") is theory.DERIVATIONS["depth_noise"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_derivation_checks(name):
+    derivation = theory.get_derivation(name)
+    report = derivation.check()
+    assert report.passed, str(report)
+    assert len(report.entries) == len(derivation.steps) + len(derivation.claims)
+    assert [e.index for e in report.entries if e.kind == "step"] == list(range(1, len(derivation.steps) + 1))
+    assert derivation.results and derivation.result is derivation.results[0]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_derivation_prints(name):
+    derivation = theory.get_derivation(name)
+    tex = derivation.latex()
+    text = derivation.to_text()
+    assert derivation._repr_latex_() == f"$\\displaystyle {tex}$"
+    assert tex.count(" \\\\\n") == len(derivation.steps) + len(derivation.claims) + len(derivation.results)
+    for _, index, item in derivation.items():
+        assert _escape(item.reason) in tex
+        assert sp.latex(item.eq.lhs) in tex
+        assert item.reason in text
+        assert sp.sstr(item.eq.rhs) in text
+
+
+def test_claims_of_theory_are_all_registered():
+    refs = {claim.ref for name in NAMES for claim in theory.get_derivation(name).claims}
+    assert {f"C{i}" for i in range(1, 11)} <= refs
+
+
+def test_theory_imports_neither_numerics_nor_proofs_check():
+    code = (
+        "import sys, importlib, theory\n"
+        "for name in theory.list_derivations(): importlib.import_module('theory.' + name)\n"
+        "import theory.depth_noise, theory.stability\n"
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('numerics', 'proofs_check')]\n"
+        "assert not bad, bad\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -1,0 +1,124 @@
+"""Mean-field PDE and its small-bandwidth limit: the heat equation run backwards (C5).
+
+The token density obeys :math:`\\partial_t\\rho = -\\nabla\\cdot(\\rho\\, h_2 \\nabla\\log(\\rho * \\varphi_{h_2}))`.
+Gaussian smoothing is derived as a series in ``h2``: in ``d = 1`` by Taylor
+expanding :math:`\\rho(x - y)` under the integral and integrating the Gaussian
+moments, in ``d = 2`` from the Fourier symbol :math:`e^{-h_2 |k|^2 / 2}`
+(``integrate``) of a plane wave,
+
+.. math:: \\rho * \\varphi_{h_2} = \\rho + \\tfrac{h_2}{2}\\Delta\\rho + \\tfrac{h_2^2}{8}\\Delta^2\\rho + O(h_2^3),
+
+whence :math:`\\nabla\\log(\\rho * \\varphi_{h_2}) = \\nabla\\log\\rho + O(h_2)` and
+:math:`\\partial_t \\rho = -h_2 \\Delta\\rho
+- \\tfrac{h_2^2}{2}\\nabla\\cdot\\big(\\rho\\nabla(\\Delta\\rho/\\rho)\\big) + O(h_2^3)`.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import sympy as sp
+
+from ._calculus import gaussian_density, gaussian_expectation, gaussian_integral, series_in
+from .derivation import Claim, Derivation, Step
+
+__all__ = ["PDE_RHS", "derivation"]
+
+x, y = sp.symbols("x y", real=True)
+h2 = sp.Symbol("h2", positive=True)
+rho = sp.Function("rho")
+xs = sp.symbols("x1 x2", real=True)
+ys = sp.symbols("y1 y2", real=True)
+ks = sp.symbols("k1 k2", real=True)
+TAYLOR_ORDER = 6
+PDE_RHS = sp.Symbol("rhodot")
+
+
+def _smoothing_1d():
+    """rho * phi_h2 in d = 1 from the Taylor series of rho(x - y) and Gaussian moments."""
+    taylor = rho(x - y).series(y, 0, TAYLOR_ORDER)
+    polynomial = taylor.removeO().doit()
+    smoothed = gaussian_expectation(polynomial, [y], h2)
+    powers = [y**p for p in range(TAYLOR_ORDER + 1)]
+    steps = [
+        Step(sp.Eq(rho(x - y), taylor, evaluate=False), f"Taylor series of rho(x - y) in y to O(y^{TAYLOR_ORDER})"),
+        Step(sp.Eq(sp.ImmutableMatrix([sp.Integral(m * gaussian_density(y, h2), (y, -sp.oo, sp.oo)) for m in powers]),
+                   sp.ImmutableMatrix([gaussian_expectation(m, [y], h2) for m in powers]), evaluate=False),
+             "Gaussian moments: odd ones vanish, E y^(2m) = (2m - 1)!! h2^m"),
+        Step(sp.Eq(sp.Integral(polynomial * gaussian_density(y, h2), (y, -sp.oo, sp.oo)), smoothed, evaluate=False),
+             f"integrate the Taylor polynomial against phi_h2; the O(y^{TAYLOR_ORDER}) remainder gives "
+             f"O(h2^{TAYLOR_ORDER // 2})", how="gaussian"),
+    ]
+    return steps, smoothed + sp.O(h2 ** (TAYLOR_ORDER // 2))
+
+
+def _smoothing_2d():
+    """rho * phi_h2 in d = 2 for a plane wave (hence any Fourier integral)."""
+    wave = sp.exp(sp.I * (ks[0] * xs[0] + ks[1] * xs[1]))
+    shifted = wave.subs({xs[0]: xs[0] - ys[0], xs[1]: xs[1] - ys[1]})
+    kernel = gaussian_density(ys[0], h2) * gaussian_density(ys[1], h2)
+    smoothed = sp.simplify(gaussian_integral(gaussian_integral(shifted * kernel, ys[0]), ys[1]))
+    laplacian = sum(sp.Derivative(wave, xc, 2) for xc in xs)
+    steps = [
+        Step(sp.Eq(sp.Integral(shifted * kernel, (ys[0], -sp.oo, sp.oo), (ys[1], -sp.oo, sp.oo)), smoothed,
+                   evaluate=False),
+             "d = 2: Gaussian smoothing multiplies a plane wave by exp(-h2 |k|^2 / 2)", how="gaussian"),
+        Step(sp.Eq(smoothed, wave + h2 / 2 * laplacian + sp.O(h2**2), evaluate=False),
+             "series in h2, with -|k|^2 e^(ik.x) = Laplacian e^(ik.x): rho*phi = rho + (h2/2) Lap rho + O(h2^2) "
+             "for every Fourier integral rho"),
+    ]
+    return steps
+
+
+def _pde_1d(smoothed):
+    """grad log(rho * phi) and -d/dx(rho v) as series in h2 (d = 1)."""
+    log_smoothed = sp.log(smoothed.removeO())
+    grad_log = series_in(sp.diff(log_smoothed, x), h2, 2)
+    divergence = -sp.Derivative(rho(x) * h2 * sp.Derivative(log_smoothed, x), x)
+    rhs = series_in(divergence.doit(), h2, 3)
+    steps = [
+        Step(sp.Eq(sp.Derivative(log_smoothed, x), grad_log, evaluate=False),
+             "series in h2 of d/dx log(rho * phi_h2)"),
+        Step(sp.Eq(divergence, rhs, evaluate=False),
+             "continuity equation: d rho/dt = -d/dx (rho v), v = h2 d/dx log(rho * phi_h2)"),
+    ]
+    return steps, grad_log, rhs
+
+
+def _pde_2d():
+    """-div(rho h2 grad log(rho + h2/2 Lap rho)) in d = 2 to O(h2^2)."""
+    density = rho(*xs)
+    laplacian = sum(sp.diff(density, xc, 2) for xc in xs)
+    smoothed = density + h2 / 2 * laplacian
+    divergence = -sum(sp.Derivative(density * h2 * sp.Derivative(sp.log(smoothed), xc), xc) for xc in xs)
+    rhs = series_in(divergence.doit(), h2, 2)
+    return Step(sp.Eq(divergence, rhs, evaluate=False),
+                "d = 2: d rho/dt = -div(rho h2 grad log(rho * phi_h2)) = -h2 Lap rho + O(h2^2)"), rhs
+
+
+@cache
+def derivation() -> Derivation:
+    """Build the ``mean_field`` derivation (claim C5)."""
+    steps_1d, smoothed = _smoothing_1d()
+    pde_steps, grad_log, rhs = _pde_1d(smoothed)
+    pde_2d_step, rhs_2d = _pde_2d()
+    claims = [
+        Claim(sp.Eq(grad_log, sp.diff(sp.log(rho(x)), x) + sp.O(h2), evaluate=False),
+              "grad log(rho * phi_h2) = grad log rho + O(h2)", ref="C5"),
+        Claim(sp.Eq(rhs, -h2 * sp.diff(rho(x), x, 2) + sp.O(h2**2), evaluate=False),
+              "d rho/dt = -h2 Laplacian(rho) + O(h2^2): the heat equation run backwards", ref="C5"),
+        Claim(sp.Eq(rhs_2d, -h2 * sum(sp.diff(rho(*xs), xc, 2) for xc in xs) + sp.O(h2**2), evaluate=False),
+              "the same in d = 2", ref="C5"),
+    ]
+    return Derivation(
+        "mean_field",
+        "Mean-field PDE and its small-h2 limit: d rho/dt = -h2 Laplacian(rho) + O(h2^2)",
+        [x, y, h2, *xs, *ys, *ks],
+        steps_1d + _smoothing_2d() + pde_steps + [pde_2d_step],
+        [
+            sp.Eq(PDE_RHS, rhs, evaluate=False),
+            sp.Eq(sp.Symbol("rho_smooth"), smoothed, evaluate=False),
+            sp.Eq(sp.Symbol("score_smooth"), grad_log, evaluate=False),
+        ],
+        claims,
+    )
