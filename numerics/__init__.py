@@ -2,7 +2,8 @@
 
 Modules: :mod:`~numerics.kernels` (Gaussian-kernel sums), :mod:`~numerics.transformer`
 (the same computation written as attention layers), :mod:`~numerics.flow` (Stage 1
-particle flow), :mod:`~numerics.estimators` (Stage 2 and baselines),
+particle flow), :mod:`~numerics.estimators` (Stage 2 and baselines, on the interface of
+:mod:`~numerics.base`; the NPMLE baseline in :mod:`~numerics.npmle`),
 :mod:`~numerics.priors` (reference priors with exact posterior means),
 :mod:`~numerics.experiments` (risk on seeded batches), :mod:`~numerics.sweep`
 (declarative experiments in a resumable SQLite store), :mod:`~numerics.meanfield`

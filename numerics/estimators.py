@@ -8,25 +8,21 @@ except :class:`OracleBayes`, which knows the prior.
 ``StageTwoOnly``       Stage 2 over the noisy tokens (``L = 0``)
 ``TweedieKDE``         one extrapolated attention step, :math:`q + \sigma^2 \nabla\log\mathrm{KDE}(q)`
 ``LinearShrinkage``    positive-part James-Stein / linear empirical Bayes
+``NPMLE``              Kiefer-Wolfowitz NPMLE of the prior, then its posterior mean
 ``OracleBayes``        the Bayes posterior mean :math:`E[x\mid\tilde x]` under the true prior
 =====================  ==============================================================
 
-Conventions follow scikit-learn: ``__init__`` stores its arguments and nothing else;
-``fit`` validates them, computes, stores learned state in attributes ending in ``_``
-and returns ``self``; calling ``denoise`` before ``fit`` raises
-:class:`~numerics.validation.NotFittedError`.
+All follow the interface of :class:`numerics.base.Denoiser` (scikit-learn manners).
 """
 
 from __future__ import annotations
 
-import inspect
-
 import numpy as np
 
 from . import flow, kernels
+from .base import Denoiser
+from .npmle import NPMLE
 from .validation import (
-    check_array,
-    check_fitted,
     check_interval,
     check_nonnegative,
     check_option,
@@ -36,52 +32,12 @@ from .validation import (
 __all__ = [
     "Denoiser",
     "LinearShrinkage",
+    "NPMLE",
     "OracleBayes",
     "StageTwoOnly",
     "TweedieKDE",
     "TwoStageDenoiser",
 ]
-
-
-class Denoiser:
-    """Base class: validation of the batch and of queries, ``fit_denoise``, parameters, repr."""
-
-    def get_params(self) -> dict:
-        """The constructor's arguments, by name."""
-        names = inspect.signature(type(self).__init__).parameters
-        return {name: getattr(self, name) for name in names if name != "self"}
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"{type(self).__name__}({args})"
-
-    def fit(self, noisy) -> "Denoiser":
-        """Learn from a noisy batch ``noisy`` of shape ``(N, d)``; returns ``self``."""
-        noisy = check_array(noisy, "noisy")
-        self._fit(noisy)
-        self.n_features_in_ = noisy.shape[1]
-        return self
-
-    def denoise(self, queries) -> np.ndarray:
-        """Estimate :math:`E[x \\mid \\tilde x]` at each noisy query (rows of ``queries``)."""
-        check_fitted(self, "n_features_in_")
-        queries = check_array(queries, "queries")
-        if queries.shape[1] != self.n_features_in_:
-            raise ValueError(
-                f"queries has d == {queries.shape[1]} coordinates per point but {type(self).__name__} "
-                f"was fitted on d == {self.n_features_in_}"
-            )
-        return self._denoise(queries)
-
-    def fit_denoise(self, noisy) -> np.ndarray:
-        """Fit on the noisy batch and denoise the batch itself."""
-        return self.fit(noisy).denoise(noisy)
-
-    def _fit(self, noisy: np.ndarray) -> None:
-        raise NotImplementedError
-
-    def _denoise(self, queries: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
 
 
 class TwoStageDenoiser(Denoiser):

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .estimators import Denoiser
+from .base import Denoiser
 from .validation import check_positive, check_positive_int
 
 __all__ = ["RiskRecord", "draw_batch", "risk_records"]

@@ -19,19 +19,16 @@ clipping at zero, after centring queries and keys on the key mean (the sums are
 translation invariant, and centring keeps the cancellation error relative to the
 spread of the data rather than its distance from the origin).
 
-The block loop runs with BLAS limited to one thread: its matrix products have an
-inner dimension of only ``d``, where a threaded BLAS spends more time starting
-threads than multiplying (measured 1.4x slower per layer with two threads on a
-2-core machine).
+The block loop runs with BLAS limited to one thread
+(:func:`numerics.base.single_blas_thread`): its matrix products have an inner
+dimension of only ``d``.
 """
 
 from __future__ import annotations
 
-from functools import cache
-
 import numpy as np
-from threadpoolctl import ThreadpoolController
 
+from .base import single_blas_thread
 from .validation import check_array, check_positive, check_positive_int, check_same_dim
 
 __all__ = ["DEFAULT_BUDGET_BYTES", "kernel_mean", "log_kde", "kde_score", "kernel_logsumexp"]
@@ -49,13 +46,8 @@ def _block_sizes(m: int, n: int, budget_bytes: int) -> tuple[int, int]:
     return rows, cols
 
 
-@cache
-def _blas_controller() -> ThreadpoolController:
-    return ThreadpoolController()
-
-
 def _streaming_kernel_sums(queries, keys, h2, budget_bytes, *, want_mean):
-    with _blas_controller().limit(limits=1, user_api="blas"):
+    with single_blas_thread():
         return _streaming_kernel_sums_single_thread(queries, keys, h2, budget_bytes, want_mean=want_mean)
 
 

@@ -63,7 +63,6 @@ import dataclasses
 import datetime as _dt
 import functools
 import hashlib
-import importlib
 import importlib.metadata
 import inspect
 import itertools
@@ -140,7 +139,7 @@ class EstimatorEntry:
     name : str
         Short name used in configs and rows.
     load : callable
-        Returns the estimator class (imported lazily, so an optional module may be missing).
+        Returns the estimator class.
     uses : tuple of str
         The sweep hyperparameters the estimator takes, among ``"h2"``, ``"T"``, ``"eta"``,
         ``"method"``; a run of this estimator carries only these.
@@ -162,14 +161,6 @@ class EstimatorEntry:
         return ("sigma2", *self.uses, *(("prior",) if self.needs_prior else ()))
 
 
-def _load_npmle():
-    try:
-        module = importlib.import_module("numerics.npmle")
-    except ImportError as exc:
-        raise ImportError(f"estimator 'npmle' needs numerics.npmle, which could not be imported: {exc}") from exc
-    return module.NPMLE
-
-
 ESTIMATORS: dict[str, EstimatorEntry] = {
     e.name: e
     for e in (
@@ -178,7 +169,7 @@ ESTIMATORS: dict[str, EstimatorEntry] = {
         EstimatorEntry("tweedie-kde", lambda: _estimators.TweedieKDE, ("h2",)),
         EstimatorEntry("linear", lambda: _estimators.LinearShrinkage),
         EstimatorEntry("oracle", lambda: _estimators.OracleBayes, needs_prior=True),
-        EstimatorEntry("npmle", _load_npmle, heavy=True),
+        EstimatorEntry("npmle", lambda: _estimators.NPMLE, heavy=True),
     )
 }
 

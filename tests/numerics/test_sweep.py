@@ -331,8 +331,7 @@ def test_sweep_file_runs_and_exports(tmp_path):
     assert len(sweep.ResultStore.read_csv(tmp_path / "out.csv")) == 4
 
 
-def test_npmle_runs_if_available(tmp_path):
-    pytest.importorskip("numerics.npmle")
+def test_npmle_runs(tmp_path):
     experiment = sweep.Experiment.from_dict(config(estimators=["npmle"], n=[32], seeds=[0]))
     summary = sweep.run_sweep(experiment, tmp_path / "s.db", progress=False)
     assert summary.ran == 1
