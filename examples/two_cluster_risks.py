@@ -34,6 +34,7 @@ def main() -> None:
         "StageTwoOnly (L=0)": estimators.StageTwoOnly(sigma2),
         "TweedieKDE": estimators.TweedieKDE(sigma2, h2),
         "LinearShrinkage": estimators.LinearShrinkage(sigma2),
+        "NPMLE": estimators.NPMLE(sigma2),
         "OracleBayes": estimators.OracleBayes(prior, sigma2),
     }
     rows = {name: [] for name in [f"TwoStage T*={t_star:g}", *baselines]}
