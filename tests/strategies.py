@@ -128,3 +128,48 @@ def rotations(draw, d):
     g = np.random.default_rng(seed).standard_normal((d, d))
     q, r = np.linalg.qr(g)
     return q * np.sign(np.diag(r))
+
+
+# --- well-behaved priors and noise levels for the convergence properties -----------------
+# (tests/numerics/test_convergence_properties.py). Bounded so that, at the batch sizes those
+# tests afford (N = 128 ... 2048), the two-stage estimator is in its convergent regime: the
+# mixture components are not much narrower than the spread of their means, weights stay away
+# from 0 (a component with a handful of tokens is not learnable at N = 128), boxes and spheres
+# are not degenerate, and the noise is within a factor ~10 of the prior's spread (far smaller
+# noise makes every estimator the identity and the gap pure rounding; far larger makes every
+# estimator the batch mean).
+
+
+@st.composite
+def well_behaved_mixtures(draw, dim: int = 1, max_components: int = 3) -> GaussianMixture:
+    """Mixtures with means in ``[-2, 2]^dim``, weights >= ~0.05 and ``var`` in ``[0.05, 1]``."""
+    k = draw(st.integers(1, max_components))
+    means = draw(hnp.arrays(np.float64, (k, dim), elements=finite_floats(-2, 2)))
+    return GaussianMixture(means, draw(_weights(k)), var=draw(log_uniform(5e-2, 1.0)))
+
+
+@st.composite
+def well_behaved_boxes(draw, dim: int = 1) -> UniformBox:
+    """Boxes with corners in ``[-2, 2]`` and widths in ``[0.5, 4]``."""
+    low = np.array(draw(st.lists(finite_floats(-2, 2), min_size=dim, max_size=dim)))
+    width = np.array(draw(st.lists(log_uniform(0.5, 4.0), min_size=dim, max_size=dim)))
+    return UniformBox(low, low + width)
+
+
+@st.composite
+def well_behaved_spheres(draw) -> UniformSphere:
+    """Spheres in ``d`` = 1, 2 or 3 with radius in ``[0.5, 2]``."""
+    return UniformSphere(draw(st.sampled_from([1, 2, 3])), draw(log_uniform(0.5, 2.0)))
+
+
+def well_behaved_priors(dim: int = 1) -> st.SearchStrategy:
+    """Mixture, box (both on ``R^dim``) or sphere (its own ``d``) from the bounded families above."""
+    return st.one_of(well_behaved_mixtures(dim), well_behaved_boxes(dim), well_behaved_spheres())
+
+
+@st.composite
+def prior_and_noise(draw, priors=None, ratio=(0.1, 2.0)):
+    """``(prior, sigma2)`` with ``sigma2 / max_i Var(x_i)`` log-uniform in ``ratio``."""
+    prior = draw(well_behaved_priors() if priors is None else priors)
+    _, var = prior.moments()
+    return prior, float(draw(log_uniform(*ratio)) * np.max(var))
