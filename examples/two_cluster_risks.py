@@ -28,7 +28,7 @@ def main() -> None:
 
     prior = priors.GaussianMixture(np.array([[-2.0], [2.0]]), var=0.25)
     sigma2, h2, eta = args.sigma2, args.h2, args.eta
-    t_star = sigma2 / (2 * h2)
+    t_star = flow.leading_horizon(sigma2, h2)
     grid = np.round(np.arange(0.0, 2.0 * t_star + 1e-9, 0.5), 10)
     baselines = {
         "StageTwoOnly (L=0)": estimators.StageTwoOnly(sigma2),

@@ -85,7 +85,7 @@ class TwoStageDenoiser(Denoiser):
     def _fit(self, noisy):
         sigma2 = check_positive(self.sigma2, "sigma2")
         h2 = check_positive(self.h2, "h2")
-        T = sigma2 / (2.0 * h2) if self.T is None else check_nonnegative(self.T, "T")
+        T = flow.leading_horizon(sigma2, h2) if self.T is None else check_nonnegative(self.T, "T")
         eta = check_interval(self.eta, "eta", 0.0, 1.0, closed="right")
         method = check_option(self.method, "method", flow.SOLVERS)
         self.particles_ = flow.particle_flow(noisy, h2, T, eta=eta, method=method)

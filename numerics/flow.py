@@ -34,7 +34,7 @@ from .validation import (
     check_positive_int,
 )
 
-__all__ = ["FlowResult", "SOLVERS", "Solver", "energy", "n_layers", "particle_flow", "velocity"]
+__all__ = ["FlowResult", "SOLVERS", "Solver", "energy", "leading_horizon", "n_layers", "particle_flow", "velocity"]
 
 
 @dataclass(frozen=True)
@@ -93,6 +93,11 @@ def energy(points, tokens, h2, *, budget_bytes=kernels.DEFAULT_BUDGET_BYTES) -> 
         Kernel bandwidth, > 0.
     """
     return -h2 * kernels.kernel_logsumexp(points, tokens, h2, budget_bytes=budget_bytes)
+
+
+def leading_horizon(sigma2, h2) -> float:
+    r"""Leading-order depth-noise relation :math:`T^* = \sigma^2 / (2 h_2)` (claim C6; derived in ``theory.depth_noise``)."""
+    return check_positive(sigma2, "sigma2") / (2.0 * check_positive(h2, "h2"))
 
 
 def n_layers(T, eta) -> int:

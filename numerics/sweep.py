@@ -328,7 +328,7 @@ class TRule:
             return cls("leading", (1.0,))
         if rule == "scale":
             _check_keys(value, ("rule", "factor"), "T", ("factor",))
-            return cls("scale", _listed(value["factor"], "T.factor", lambda v, n: _real(v, n, low=0.0, low_open=False)))
+            return cls("scale", _listed(value["factor"], "T.factor", nonneg))
         if rule == "fixed":
             _check_keys(value, ("rule", "value"), "T", ("value",))
             return cls("fixed", (nonneg(value["value"], "T.value"),))
@@ -343,7 +343,7 @@ class TRule:
 
     def at(self, sigma2: float, h2: float) -> tuple[float, ...]:
         if self.rule in ("leading", "scale"):
-            return tuple(f * sigma2 / (2.0 * h2) for f in self.values)
+            return tuple(f * _flow.leading_horizon(sigma2, h2) for f in self.values)
         return self.values
 
     def to_config(self):
