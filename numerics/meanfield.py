@@ -9,7 +9,10 @@ can compare measurement and derivation:
 * :func:`mode_growth_rate` -- the exponential growth rate of a small sinusoidal
   displacement :math:`u(x) = \epsilon \sin(kx)` of tokens on a uniform lattice, whose
   linearised density perturbation :math:`-\rho_0 u'(x)` grows at the rate of the
-  Fourier mode :math:`k` of the linearised mean-field PDE.
+  Fourier mode :math:`k` of the linearised mean-field PDE;
+* :func:`structure_factor` and :func:`token_trajectory` -- the finite-``N`` side: the
+  token variance and the density fluctuations of random tokens, layer by layer, where
+  the linear stability analysis predicts that sampling noise grows into clumps.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ import numpy as np
 from . import flow, stats
 from .validation import check_array, check_interval, check_positive, check_positive_int
 
-__all__ = ["VarianceHorizon", "mode_growth_rate", "variance_horizon"]
+__all__ = ["TokenTrajectory", "VarianceHorizon", "mode_growth_rate", "structure_factor", "token_trajectory",
+           "variance_horizon"]
 
 
 @dataclass(frozen=True)
@@ -126,3 +130,113 @@ def mode_growth_rate(h2, k, *, spacing=0.1, length=200.0, amplitude=1e-4, T=2.0,
         coef, *_ = np.linalg.lstsq(basis, tokens[inner, 0] - lattice[inner], rcond=None)
         amps.append(np.hypot(*coef))
     return stats.linear_fit(traj.depths, np.log(amps))
+
+
+def structure_factor(tokens, k, *, block: int = 65_536) -> np.ndarray:
+    r"""Structure factor :math:`S(k) = \frac1N \bigl|\sum_j e^{\mathrm i k x_j}\bigr|^2` of 1-D tokens.
+
+    For independent tokens :math:`E\,S(k) = 1 + (N-1)|\hat\rho(k)|^2`, i.e. 1 at wavenumbers far
+    above the inverse width of the density; a density fluctuation of relative amplitude
+    :math:`\delta` at wavenumber ``k`` gives :math:`S \approx N\delta^2`, so ``S`` of order ``N``
+    means clumps. Linearised, :math:`S(k)` grows like :math:`e^{2\lambda(k) t}` under the
+    mean-field dynamics (claim S1).
+
+    Parameters
+    ----------
+    tokens : array_like, shape (N, 1)
+        One-dimensional tokens.
+    k : array_like, shape (K,)
+        Wavenumbers (radians per data unit).
+    block : int
+        Tokens per block (memory is ``block * K`` complex numbers).
+    """
+    x = check_array(tokens, "tokens")
+    if x.shape[1] != 1:
+        raise ValueError(f"tokens has shape {x.shape}; the structure factor here is for 1-D tokens (N, 1)")
+    k = np.atleast_1d(np.asarray(k, dtype=np.float64))
+    if k.ndim != 1 or not np.all(np.isfinite(k)):
+        raise ValueError(f"k must be a finite 1-D array of wavenumbers, got shape {k.shape}")
+    block = check_positive_int(block, "block")
+    total = np.zeros(k.shape, dtype=np.complex128)
+    centred = x[:, 0] - x[:, 0].mean()
+    for start in range(0, len(centred), block):
+        total += np.exp(1j * np.outer(centred[start : start + block], k)).sum(axis=0)
+    return np.abs(total) ** 2 / len(centred)
+
+
+@dataclass(frozen=True)
+class TokenTrajectory:
+    """Finite-``N`` Stage-1 trajectory, sampled every few layers.
+
+    Attributes
+    ----------
+    depths : ndarray, shape (M,)
+        Depths ``eta * layer`` of the samples (0 included).
+    variances : ndarray, shape (M,)
+        Pooled per-coordinate token variance at each depth.
+    structure : ndarray, shape (M, K)
+        :func:`structure_factor` at each depth over the wavenumbers ``k``.
+    k : ndarray, shape (K,)
+        The wavenumbers.
+    tokens : dict of int to ndarray
+        The tokens after the layers asked for in ``keep``.
+    """
+
+    depths: np.ndarray
+    variances: np.ndarray
+    structure: np.ndarray
+    k: np.ndarray
+    tokens: dict
+
+
+def token_trajectory(x0, h2, layers, *, eta=0.05, every=5, k=(), keep=()) -> TokenTrajectory:
+    r"""Run ``layers`` Euler layers of step ``eta`` and sample the tokens every ``every`` layers.
+
+    Each layer is :math:`x \leftarrow x + \eta\,(a(x) - x)` (:func:`numerics.flow.particle_flow`
+    run ``every`` layers at a time with step exactly ``eta``). At every sample the pooled
+    variance and, for 1-D tokens and non-empty ``k``, :func:`structure_factor` are recorded.
+
+    Parameters
+    ----------
+    x0 : array_like, shape (N, d)
+        Tokens at depth 0 (N >= 2).
+    h2 : float
+        Kernel bandwidth, > 0.
+    layers : int
+        Total number of layers, >= 1.
+    eta : float
+        Layer step in (0, 1].
+    every : int
+        Layers between samples, >= 1 (the last sample is at ``layers``).
+    k : array_like
+        Wavenumbers of the structure factor (1-D tokens only); empty to skip it.
+    keep : iterable of int
+        Layer indices whose tokens are returned in ``tokens``.
+    """
+    tokens = check_array(x0, "x0")
+    if tokens.shape[0] < 2:
+        raise ValueError(f"x0 has {tokens.shape[0]} row; a variance needs at least 2 tokens")
+    h2 = check_positive(h2, "h2")
+    layers = check_positive_int(layers, "layers")
+    eta = check_interval(eta, "eta", 0.0, 1.0, closed="right")
+    every = check_positive_int(every, "every")
+    k = np.asarray(k, dtype=np.float64).reshape(-1)
+    keep = sorted({int(layer) for layer in keep})
+    if any(not 0 <= layer <= layers for layer in keep):
+        raise ValueError(f"keep == {keep}: every kept layer must lie in [0, layers == {layers}]")
+    stops = sorted(set(range(0, layers + 1, every)) | {layers} | set(keep))
+    depths, variances, structure, kept = [], [], [], {}
+    done = 0
+    for stop in stops:
+        if stop > done:
+            steps = stop - done
+            tokens = flow.particle_flow(tokens, h2, steps * eta, eta=eta)
+            done = stop
+        if stop in keep:
+            kept[stop] = tokens.copy()
+        depths.append(eta * stop)
+        variances.append(_pooled_variance(tokens))
+        if k.size:
+            structure.append(structure_factor(tokens, k))
+    return TokenTrajectory(np.array(depths), np.array(variances), np.array(structure).reshape(len(depths), k.size),
+                           k, kept)

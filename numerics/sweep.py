@@ -29,6 +29,7 @@ TOML schema (see ``examples/sweeps/``)::
     n = [256, 512, 1024]                 # list of ints >= 1
     seeds = [0, 1, 2]                    # list of ints >= 0, or {start = 0, count = 10}
     estimators = ["two-stage", "stage-two-only", "tweedie-kde", "linear", "oracle", "npmle"]
+                                         # also "clean-context": Stage 2 over the clean draws
     h2 = {rule = "power", scale = 0.5, exponent = 0.25}   # h2 = scale * n**-exponent;
                                          # or a number, or a list of numbers (swept)
     T = "leading"                        # T = sigma2 / (2 h2); or a number (fixed), a list (grid),
@@ -148,6 +149,9 @@ class EstimatorEntry:
     heavy : bool
         Whether one run costs much more than a kernel sum over the batch (a particle flow, an
         optimisation); heavy runs of one batch go to separate tasks, light ones share a task.
+    context : {"noisy", "clean"}
+        The tokens the estimator is fitted on; it always denoises the noisy tokens. ``"clean"``
+        is the clean-context special case (an attention step over the prior draws themselves).
     """
 
     name: str
@@ -155,6 +159,7 @@ class EstimatorEntry:
     uses: tuple[str, ...] = ()
     needs_prior: bool = False
     heavy: bool = False
+    context: str = "noisy"
 
     def managed(self) -> tuple[str, ...]:
         """Constructor arguments set by the sweep itself (never through ``options``)."""
@@ -170,6 +175,7 @@ ESTIMATORS: dict[str, EstimatorEntry] = {
         EstimatorEntry("linear", lambda: _estimators.LinearShrinkage),
         EstimatorEntry("oracle", lambda: _estimators.OracleBayes, needs_prior=True),
         EstimatorEntry("npmle", lambda: _estimators.NPMLE, heavy=True),
+        EstimatorEntry("clean-context", lambda: _estimators.StageTwoOnly, context="clean"),
     )
 }
 
@@ -759,8 +765,9 @@ def run_batch(specs: Sequence[RunSpec]) -> list[dict]:
         try:
             risk = _mmse(canonical_json(spec.prior), spec.sigma2, spec.mmse_n_mc, spec.mmse_seed)
             estimator = spec.build_estimator(prior)
+            context = clean if ESTIMATORS[spec.estimator].context == "clean" else noisy
             start = time.perf_counter()
-            est = estimator.fit_denoise(noisy)
+            est = estimator.fit(context).denoise(noisy)
             runtime = time.perf_counter() - start
         except Exception as exc:  # noqa: BLE001 - re-raised with the run named
             raise RunFailed(f"run {spec.key[:12]} ({spec.describe()}) failed: {type(exc).__name__}: {exc}") from exc
@@ -1003,6 +1010,8 @@ class ResultStore:
         with self._transaction():
             self._conn.execute(f"CREATE TABLE IF NOT EXISTS runs ({', '.join(f'{n} {k}' for n, k in COLUMNS)})")
             self._conn.execute("CREATE INDEX IF NOT EXISTS runs_experiment ON runs (experiment)")
+            self._conn.execute("CREATE TABLE IF NOT EXISTS records (key TEXT PRIMARY KEY, experiment TEXT NOT NULL, "
+                               "payload TEXT NOT NULL, finished_at TEXT NOT NULL)")
             self._conn.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
 
     @contextlib.contextmanager
@@ -1042,6 +1051,24 @@ class ResultStore:
 
     def __len__(self) -> int:
         return self._conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+
+    def add_record(self, experiment: str, key: str, payload: Mapping) -> bool:
+        """Keep one finished unit of an experiment that is not a risk sweep (a JSON-serialisable mapping).
+
+        Same guarantees as :meth:`add`: one transaction, first write of a key wins. Returns
+        whether the record was new.
+        """
+        text = canonical_json(payload)
+        stamp = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
+        with self._transaction():
+            before = self._conn.total_changes
+            self._conn.execute("INSERT OR IGNORE INTO records VALUES (?, ?, ?, ?)", (key, experiment, text, stamp))
+            return self._conn.total_changes > before
+
+    def records(self, experiment: str) -> dict[str, dict]:
+        """The records of ``experiment`` by key (see :meth:`add_record`)."""
+        cur = self._conn.execute("SELECT key, payload FROM records WHERE experiment = ? ORDER BY key", (experiment,))
+        return {key: json.loads(payload) for key, payload in cur}
 
     def to_csv(self, path, experiment: str | None = None) -> int:
         """Write the rows (of one experiment, or all) to a CSV file with a header; returns the row count.

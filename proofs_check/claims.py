@@ -92,3 +92,11 @@ claim(
     "by exp(2 sigma2/(e h2)) over T*: N must grow like exp(2 sigma2/(e h2)).",
     ("uniform background density", "linearisation (small perturbation)"),
 )
+claim(
+    "G3",
+    "clean-context special case",
+    "One attention step with bandwidth sigma2 over N clean draws x_j of the prior, queried by xt, is the "
+    "posterior mean under the empirical prior of the draws; as N -> inf it tends to E[x | xt] (the "
+    "one-layer result of the predecessor paper), with no Stage 1 needed.",
+    ("clean context (the draws themselves are seen)",),
+)

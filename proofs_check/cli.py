@@ -7,6 +7,8 @@ import sys
 import time
 from pathlib import Path
 
+from .studies import default_workers
+
 __all__ = ["main"]
 
 
@@ -18,7 +20,8 @@ def _verify(args: argparse.Namespace) -> int:
     print(f"attneb verify ({mode}): checking claims, one line each as it completes", flush=True)
     start = time.perf_counter()
     try:
-        results = run(args.only, quick=args.quick, out=Path(args.out), on_claim=lambda r: print(claim_line(r), flush=True))
+        results = run(args.only, quick=args.quick, out=Path(args.out), workers=args.workers,
+                      on_claim=lambda r: print(claim_line(r), flush=True))
     except ValueError as exc:
         print(f"attneb verify: {exc}", file=sys.stderr)
         return 2
@@ -67,6 +70,22 @@ def _sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+def _plot(args: argparse.Namespace) -> int:
+    from .runner import STUDIES
+
+    if args.name not in STUDIES:
+        print(f"attneb plot: unknown experiment {args.name!r}; known: {', '.join(STUDIES)}", file=sys.stderr)
+        return 2
+    out = Path(args.out) if args.out else Path(args.store).parent
+    try:
+        png = STUDIES[args.name].plot(Path(args.store), out, quick=args.quick)
+    except (FileNotFoundError, LookupError) as exc:
+        print(f"attneb plot: {exc}", file=sys.stderr)
+        return 2
+    print(f"{args.name}: {png} and {png.with_suffix('.pdf')}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="attneb",
@@ -102,15 +121,36 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--workers", type=int, default=1, help="worker processes (results do not depend on it)")
     sweep.add_argument("--csv", help="also export the experiment's rows to this CSV file")
     sweep.set_defaults(func=_sweep)
+    plot = sub.add_parser(
+        "plot",
+        help="redraw an experiment's figure (E1-E5) from stored results, without recomputing",
+        description="Read the rows an earlier 'attneb verify' kept in its store (REPORT/results.sqlite) "
+        "and redraw the figure of experiment NAME as PNG and PDF.",
+    )
+    plot.add_argument("name", metavar="NAME", help="experiment: E1, E2, E3, E4 or E5")
+    plot.add_argument("--store", required=True, help="the store of a verify run, e.g. attneb-report/results.sqlite")
+    plot.add_argument("--quick", action="store_true", help="draw the results of 'verify --quick' (default: full)")
+    plot.add_argument("--out", help="folder for the figure (default: the store's folder)")
+    plot.set_defaults(func=_plot)
     return parser
 
 
 def add_verify_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``attneb verify`` (also those of ``python -m proofs_check``)."""
-    parser.add_argument("--quick", action="store_true", help="smaller problems (under two minutes); still real checks")
+    parser.add_argument("--quick", action="store_true", help="smaller problems (under three minutes); still real checks")
     parser.add_argument("--out", default="attneb-report", help="report folder (default: ./attneb-report)")
     parser.add_argument("--only", nargs="+", metavar="ID", help="run only these claim ids (e.g. C1 C3)")
+    parser.add_argument("--workers", type=_positive_int, default=default_workers(),
+                        help="worker processes of the experiments' sweeps (default: %(default)s, one per core up "
+                        "to 2); results do not depend on it")
     parser.set_defaults(func=_verify)
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:

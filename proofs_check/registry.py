@@ -29,12 +29,16 @@ class Context:
     out : pathlib.Path
         The report folder; sweeps keep their rows in ``out / "results.sqlite"`` (so an
         interrupted ``verify`` resumes) and figures are written next to the report.
+    workers : int
+        Worker processes of the experiments' sweeps (their rows do not depend on it; 1 runs
+        every run in this process).
     cache : dict
         Results shared by the checks of one run (a derivation checked once for several claims).
     """
 
     quick: bool
     out: Path
+    workers: int = 1
     cache: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -59,12 +63,18 @@ class Evidence:
         One line a reader can check by eye.
     data : dict
         The numbers behind the summary (JSON-serialisable).
+    figures : tuple of str
+        Figures the check drew, as file names in the report folder (PNG; a PDF sits beside each).
+    markdown : str
+        A block for ``report.md`` beyond the summary (a table), or empty.
     """
 
     passed: bool
     kind: str
     summary: str
     data: dict[str, Any] = field(default_factory=dict)
+    figures: tuple[str, ...] = ()
+    markdown: str = ""
 
 
 @dataclass(frozen=True)

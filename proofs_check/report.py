@@ -88,6 +88,10 @@ def _markdown(report: dict) -> str:
         for e in c["evidence"]:
             detail = e.get("summary") or "raised:\n\n```\n" + e["error"] + "```"
             lines.append(f"- **{e['check']}** ({e['status']}, {e.get('kind', 'error')}, {e['seconds']:.2f} s): {detail}")
+            if e.get("markdown"):
+                lines += ["", e["markdown"], ""]
+            for figure in e.get("figures", ()):
+                lines += ["", f"![{e['check']}]({figure})", ""]
     return "\n".join(lines) + "\n"
 
 

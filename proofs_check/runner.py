@@ -9,12 +9,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import claims as _claims  # noqa: F401  (registers C1-C10)
+from . import convergence_checks as _convergence_checks  # noqa: F401  (registers E1, E2, E4, E5)
 from . import meanfield_checks as _meanfield_checks  # noqa: F401  (registers G1, G2, S1 simulations)
 from . import numeric_checks as _numeric_checks  # noqa: F401  (registers the numeric checks)
+from . import stability_checks as _stability_checks  # noqa: F401  (registers E3)
 from . import symbolic_checks as _symbolic_checks  # noqa: F401  (registers the derivations)
 from .registry import CLAIMS, Check, Claim, Context, Evidence
+from .studies import STUDIES
 
-__all__ = ["CheckResult", "ClaimResult", "run"]
+__all__ = ["STUDIES", "CheckResult", "ClaimResult", "run"]
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,7 @@ def run(
     *,
     quick: bool = False,
     out: Path = Path("attneb-report"),
+    workers: int = 1,
     on_claim: Callable[[ClaimResult], None] | None = None,
 ) -> list[ClaimResult]:
     """Run the checks of the claims ``ids`` (default: all), in registry order.
@@ -74,6 +78,8 @@ def run(
         Smaller problems, still real checks.
     out : pathlib.Path
         Report folder, where checks keep their stores and figures (created if needed).
+    workers : int
+        Worker processes of the experiments' sweeps.
     on_claim : callable, optional
         Called with each :class:`ClaimResult` as soon as it is complete (progress, streaming).
     """
@@ -82,7 +88,7 @@ def run(
     if unknown:
         raise ValueError(f"unknown claim id(s) {unknown}; known: {list(CLAIMS)}")
     out.mkdir(parents=True, exist_ok=True)
-    ctx = Context(quick=quick, out=out)
+    ctx = Context(quick=quick, out=out, workers=workers)
     results = []
     for claim_id in selected:
         claim = CLAIMS[claim_id]

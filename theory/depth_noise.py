@@ -42,6 +42,7 @@ __all__ = [
     "gaussian_horizon",
     "gaussian_layers",
     "gaussian_layers_fractional",
+    "gaussian_variance_map",
     "leading_horizon",
     "leading_layers",
 ]
@@ -205,3 +206,30 @@ def gaussian_layers_fractional(sigma2_value, tau2_value, h2_value, eta_value):
     trajectory = list(_variance_trajectory(sigma2_value, tau2_value, h2_value, eta_value))
     before, after = math.log(trajectory[-2]), math.log(trajectory[-1])
     return len(trajectory) - 2 + (before - math.log(float(tau2_value))) / (before - after)
+
+
+def gaussian_variance_map(s0_value, h2_value, eta_value, layers):
+    """Mean-field token variance after each of ``layers`` Euler layers, for a Gaussian token density.
+
+    Iterates the exact one-layer map of :mod:`theory.gaussian`,
+    :math:`s_{l+1} = (1 - \\eta h_2/(s_l + h_2))^2 s_l`, from the variance ``s0`` (from a prior
+    ``N(m, tau2)`` and noise ``sigma2``, :math:`s_0 = \\tau^2 + \\sigma^2`), through and beyond any
+    target: a finite-``N`` particle system is compared with it layer by layer.
+
+    Returns
+    -------
+    list of float
+        ``[s_0, s_1, ..., s_layers]``.
+    """
+    s0_value = check_positive(s0_value, "s0")
+    h2_value = check_positive(h2_value, "h2")
+    eta_value = check_positive(eta_value, "eta")
+    if eta_value > 1:
+        raise ValueError(f"eta == {eta_value}, must lie in (0, 1]")
+    if isinstance(layers, bool) or not isinstance(layers, int) or not 0 <= layers <= MAX_LAYERS:
+        raise ValueError(f"layers == {layers!r}, must be an int in [0, {MAX_LAYERS}]")
+    step = _layer_map()
+    variances = [s0_value]
+    for _ in range(layers):
+        variances.append(step(variances[-1], h2_value, eta_value))
+    return variances

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from numerics import meanfield
+from numerics import flow, meanfield
 
 
 def test_mode_growth_matches_linearised_rate_on_a_small_lattice():
@@ -35,3 +35,42 @@ def test_mode_growth_bad_input():
         meanfield.mode_growth_rate(1.0, 1.0, length=10.0, margin=6.0)
     with pytest.raises(ValueError, match="n_times"):
         meanfield.mode_growth_rate(1.0, 1.0, n_times=2)
+
+
+def test_structure_factor_of_a_lattice_and_of_random_tokens():
+    lattice = np.arange(200.0)[:, None] * 0.5
+    S = meanfield.structure_factor(lattice, [2 * np.pi / 0.5, np.pi / 0.5 * 0.37])
+    assert S[0] == pytest.approx(200.0)
+    x = np.random.default_rng(3).normal(size=(300, 1))
+    k = np.array([0.3, 7.0, 19.0])
+    direct = np.abs(np.exp(1j * np.outer(x[:, 0], k)).sum(axis=0)) ** 2 / 300
+    np.testing.assert_allclose(meanfield.structure_factor(x, k, block=64), direct, rtol=1e-10)
+
+
+def test_structure_factor_bad_input():
+    with pytest.raises(ValueError, match="1-D tokens"):
+        meanfield.structure_factor(np.zeros((5, 2)), [1.0])
+    with pytest.raises(ValueError, match="k must be"):
+        meanfield.structure_factor(np.zeros((5, 1)), [np.nan])
+
+
+def test_token_trajectory_samples_the_euler_layers():
+    x0 = np.random.default_rng(4).normal(size=(120, 1)) * 1.5
+    traj = meanfield.token_trajectory(x0, 0.2, 7, eta=0.1, every=3, k=[2.0, 3.0], keep=[2, 7])
+    np.testing.assert_allclose(traj.depths, [0.0, 0.2, 0.3, 0.6, 0.7])
+    tokens = x0
+    for layer in range(1, 8):
+        tokens = tokens + 0.1 * flow.velocity(tokens, 0.2)
+        if layer in traj.tokens:
+            np.testing.assert_allclose(traj.tokens[layer], tokens, atol=1e-12)
+    assert traj.variances[-1] == pytest.approx(tokens.var(ddof=1))
+    assert traj.structure.shape == (5, 2)
+    np.testing.assert_allclose(traj.structure[-1], meanfield.structure_factor(tokens, [2.0, 3.0]), rtol=1e-9)
+
+
+def test_token_trajectory_bad_input():
+    x0 = np.zeros((10, 1)) + np.arange(10)[:, None]
+    with pytest.raises(ValueError, match="keep"):
+        meanfield.token_trajectory(x0, 0.5, 3, keep=[4])
+    with pytest.raises(ValueError, match="every"):
+        meanfield.token_trajectory(x0, 0.5, 3, every=0)

@@ -331,6 +331,29 @@ def test_sweep_file_runs_and_exports(tmp_path):
     assert len(sweep.ResultStore.read_csv(tmp_path / "out.csv")) == 4
 
 
+def test_clean_context_attends_over_the_clean_draws(tmp_path):
+    experiment = sweep.Experiment.from_dict(config(estimators=["clean-context", "stage-two-only"], n=[64], seeds=[3]))
+    sweep.run_sweep(experiment, tmp_path / "s.db", progress=False)
+    with sweep.ResultStore(tmp_path / "s.db") as store:
+        rows = {r["estimator"]: r for r in store.rows()}
+    prior = experiment.runs()[0].build_prior()
+    clean, noisy = experiments.draw_batch(prior, experiment.runs()[0].sigma2, 64, 3)
+    est = estimators.StageTwoOnly(experiment.runs()[0].sigma2).fit(clean).denoise(noisy)
+    assert rows["clean-context"]["mse"] == pytest.approx(np.mean((est - clean) ** 2), rel=1e-12)
+    assert rows["clean-context"]["mse"] != rows["stage-two-only"]["mse"]
+
+
+def test_records_keep_the_first_write_and_survive_reopening(tmp_path):
+    with sweep.ResultStore(tmp_path / "s.db") as store:
+        assert store.add_record("E", "k1", {"x": np.arange(3.0), "n": 5})
+        assert not store.add_record("E", "k1", {"x": [9.0]})
+        assert store.add_record("F", "k2", {"y": None})
+    with sweep.ResultStore(tmp_path / "s.db") as store:
+        assert store.records("E") == {"k1": {"n": 5, "x": [0.0, 1.0, 2.0]}}
+        assert store.records("missing") == {}
+        assert len(store) == 0 and store.integrity_check() == "ok"
+
+
 def test_npmle_runs(tmp_path):
     experiment = sweep.Experiment.from_dict(config(estimators=["npmle"], n=[32], seeds=[0]))
     summary = sweep.run_sweep(experiment, tmp_path / "s.db", progress=False)

@@ -18,7 +18,7 @@ NUMERIC_CLAIMS = ["C1", "C2", "C3", "C7", "C9", "G1", "G2", "S1"]
 
 
 def verify(tmp_path, *ids):
-    return cli.main(["verify", "--quick", "--out", str(tmp_path), "--only", *ids])
+    return cli.main(["verify", "--quick", "--workers", "1", "--out", str(tmp_path), "--only", *ids])
 
 
 def read_report(tmp_path):

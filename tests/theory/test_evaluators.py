@@ -13,6 +13,7 @@ from theory.depth_noise import (
     gaussian_horizon,
     gaussian_layers,
     gaussian_layers_fractional,
+    gaussian_variance_map,
     leading_horizon,
     leading_layers,
 )
@@ -128,3 +129,21 @@ def test_token_scaling_is_exp_of_twice_the_amplification(sigma2, h2):
     _, rate_star = fastest_mode(h2)
     expected = math.exp(2 * rate_star * leading_horizon(sigma2, h2))
     assert token_scaling(sigma2, h2) == pytest.approx(expected, rel=1e-12)
+
+
+@SETTINGS
+@given(positive, positive, bandwidth, st.floats(min_value=0.01, max_value=1.0))
+def test_variance_map_iterates_the_layer_map_and_agrees_with_the_layer_count(sigma2, tau2, h2, eta):
+    layers = gaussian_layers(sigma2, tau2, h2, eta)
+    path = gaussian_variance_map(tau2 + sigma2, h2, eta, layers + 3)
+    assert len(path) == layers + 4 and path[0] == tau2 + sigma2
+    for before, after in zip(path, path[1:]):
+        assert after == pytest.approx(variance_map(before, h2, eta), rel=1e-12)
+    assert sum(v > tau2 for v in path) == layers
+
+
+@pytest.mark.parametrize("args,match", [((0.0, 0.5, 0.1, 3), "s0"), ((1.0, 0.5, 1.5, 3), "eta"),
+                                        ((1.0, 0.5, 0.1, -1), "layers"), ((1.0, 0.5, 0.1, 2.0), "layers")])
+def test_variance_map_bad_input(args, match):
+    with pytest.raises(ValueError, match=match):
+        gaussian_variance_map(*args)

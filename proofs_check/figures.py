@@ -1,0 +1,213 @@
+"""Figures of the experiments, drawn from stored numbers (never recomputed here).
+
+Each ``plot_*`` function takes rows of a sweep (dicts, as :meth:`numerics.sweep.ResultStore.rows`
+returns them) or stored records and writes ``NAME.png`` and ``NAME.pdf`` into a folder,
+returning the PNG's path. Error bars are 95% t-intervals over seeds.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from numerics import stats  # noqa: E402
+
+__all__ = [
+    "grouped_intervals", "plot_clean_context", "plot_depth_sweep", "plot_estimator_table", "plot_recovery",
+    "plot_stability", "save",
+]
+
+GAP_LABEL = r"gap to Bayes $\|\hat x - E[x|\tilde x]\|^2/d$ (squared data units)"
+N_LABEL = "context size N (tokens)"
+
+
+def grouped_intervals(rows, x: str, y: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mean of ``y`` over seeds at each value of ``x``, with the half-width of a 95% t-interval."""
+    groups = defaultdict(list)
+    for row in rows:
+        groups[row[x]].append(row[y])
+    xs = np.array(sorted(groups))
+    means, halves = [], []
+    for value in xs:
+        ys = groups[value]
+        if len(ys) >= 2:
+            iv = stats.mean_interval(ys)
+            means.append(iv.estimate)
+            halves.append(iv.high - iv.estimate)
+        else:
+            means.append(ys[0])
+            halves.append(0.0)
+    return xs, np.array(means), np.array(halves)
+
+
+def save(fig, folder: Path, name: str) -> Path:
+    """Write ``fig`` as ``folder/name.png`` and ``.pdf``; return the PNG path."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    png = folder / f"{name}.png"
+    fig.savefig(png, dpi=120, bbox_inches="tight")
+    fig.savefig(folder / f"{name}.pdf", bbox_inches="tight")
+    plt.close(fig)
+    return png
+
+
+def _colours():
+    return plt.rcParams["axes.prop_cycle"].by_key()["color"]
+
+
+def _loglog(ax, xlabel=N_LABEL, ylabel=GAP_LABEL):
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(True, which="both", alpha=0.3)
+
+
+def plot_recovery(rows_by_prior: dict[str, list[dict]], folder: Path, name: str = "E1_recovery") -> Path:
+    """E1: gap to Bayes against N (log-log), two-stage and Stage 2 alone, one colour per prior."""
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    for (label, rows), colour in zip(rows_by_prior.items(), _colours()):
+        for estimator, style, what in (("two-stage", "-o", "two-stage, T = T*"),
+                                       ("stage-two-only", "--s", "Stage 2 alone (L = 0)")):
+            sub = [r for r in rows if r["estimator"] == estimator]
+            if sub:
+                n, mean, half = grouped_intervals(sub, "n", "gap")
+                ax.errorbar(n, mean, yerr=half, fmt=style, color=colour, capsize=3, ms=4, label=f"{label}: {what}")
+    _loglog(ax)
+    ax.set_title(r"E1: recovery along $h_2 = 0.5\,N^{-1/4}$, $T = \sigma^2/(2h_2)$", fontsize=10)
+    ax.legend(fontsize=7)
+    return save(fig, folder, name)
+
+
+def plot_depth_sweep(rows_by_part: dict[str, list[dict]], cases: dict[str, dict], folder: Path,
+                     name: str = "E2_depth") -> Path:
+    """E2: gap to Bayes against depth T per h2 (colour) and N (solid: largest); dotted T*, dashed T_G.
+
+    ``cases`` (from :func:`proofs_check.convergence_checks.depth_cases`) gives, per h2 and N, the
+    measured minimiser (star, with its bootstrap interval) and the two predictions.
+    """
+    fig, ax = plt.subplots(figsize=(6.8, 4.6))
+    for (part, rows), colour in zip(rows_by_part.items(), _colours()):
+        ns = sorted({r["n"] for r in rows})
+        for n in ns:
+            case = next(c for c in cases.values() if c["h2"] == rows[0]["h2"] and c["n"] == n)
+            T, mean, half = grouped_intervals([r for r in rows if r["n"] == n], "T", "gap")
+            style = "-o" if n == ns[-1] else "--o"
+            ax.errorbar(T, mean, yerr=half, fmt=style, color=colour, capsize=3, ms=3, alpha=1.0 if n == ns[-1] else 0.5,
+                        label=f"h2 = {case['h2']:g}, N = {n}")
+            ax.errorbar([case["measured"]], [np.interp(case["measured"], T, mean)],
+                        xerr=[[case["measured"] - case["ci"][0]], [case["ci"][1] - case["measured"]]],
+                        fmt="*", ms=11, color=colour, capsize=4)
+        ax.axvline(case["leading"], color=colour, ls=":", lw=1)
+        ax.axvline(case["exact"], color=colour, ls="--", lw=1)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("Stage-1 depth T (depth-time units, log scale)")
+    ax.set_ylabel(GAP_LABEL)
+    ax.set_title("E2: dotted T* = sigma2/(2 h2), dashed exact Gaussian T_G,\n"
+                 "star = measured minimiser with its 95% bootstrap interval", fontsize=9)
+    ax.legend(fontsize=7)
+    ax.grid(True, which="both", alpha=0.3)
+    return save(fig, folder, name)
+
+
+def plot_estimator_table(rows_by_prior: dict[str, list[dict]], folder: Path, name: str = "E4_estimators") -> Path:
+    """E4: excess risk against N, one panel per prior, one line per estimator."""
+    labels = list(rows_by_prior)
+    cols = 3
+    fig, axes = plt.subplots((len(labels) + cols - 1) // cols, cols, figsize=(12, 7), squeeze=False)
+    estimators = sorted({r["estimator"] for rows in rows_by_prior.values() for r in rows})
+    colour = dict(zip(estimators, _colours()))
+    for ax, label in zip(axes.flat, labels):
+        rows = rows_by_prior[label]
+        for estimator in estimators:
+            sub = [r for r in rows if r["estimator"] == estimator]
+            n, mean, half = grouped_intervals(sub, "n", "excess")
+            ax.errorbar(n, mean, yerr=half, fmt="-o", ms=3, capsize=2, color=colour[estimator], label=estimator)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel(N_LABEL)
+        ax.set_ylabel("excess risk MSE - MMSE (per coordinate)")
+        ax.set_title(label, fontsize=9)
+        ax.grid(True, alpha=0.3)
+    for ax in list(axes.flat)[len(labels):]:
+        ax.set_visible(False)
+    axes.flat[0].legend(fontsize=7)
+    fig.suptitle("E4: excess risk (mean, 95% CI over seeds); h2 = 0.5 N^(-1/4), T = T*", fontsize=10)
+    fig.tight_layout()
+    return save(fig, folder, name)
+
+
+def plot_clean_context(rows_by_prior: dict[str, list[dict]], folder: Path, name: str = "E5_clean_context") -> Path:
+    """E5: gap to Bayes of one attention step over clean draws, against N, with a N^-1 guide."""
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    for (label, rows), colour in zip(rows_by_prior.items(), _colours()):
+        n, mean, half = grouped_intervals(rows, "n", "gap")
+        ax.errorbar(n, mean, yerr=half, fmt="-o", color=colour, capsize=3, ms=4, label=label)
+        ax.plot(n, mean[0] * n[0] / n, ":", color=colour, lw=1)
+    _loglog(ax)
+    ax.set_title("E5: clean context, one step of bandwidth sigma2 (dotted: slope -1)", fontsize=10)
+    ax.legend(fontsize=8)
+    return save(fig, folder, name)
+
+
+def plot_stability(runs: list[dict], prediction: dict, folder: Path, name: str = "E3_stability") -> Path:
+    """E3: token variance against depth vs the mean-field map, structure factor at k*, clump scale, risk.
+
+    ``runs`` are E3 records (one per N and seed); ``prediction`` holds the mean-field variance
+    trajectory (``depths``, ``variances``), ``tau2``, ``T_star``, ``T_G``, ``k_star`` and ``rate``
+    (the linear growth rate of the structure factor, 2 lambda*).
+    """
+    fig, axes = plt.subplots(2, 2, figsize=(11, 8))
+    ns = sorted({r["n"] for r in runs})
+    colour = dict(zip(ns, _colours()))
+    ax = axes[0, 0]
+    ax.plot(prediction["depths"], prediction["variances"], "k-", lw=2, label="mean field (exact layer map)")
+    for r in runs:
+        ax.plot(r["depths"], r["variances"], color=colour[r["n"]], lw=1, alpha=0.8,
+                label=f"N = {r['n']}" if r["seed"] == 0 else None)
+    ax.axhline(prediction["tau2"], color="grey", ls=":", lw=1)
+    ax.axvline(prediction["T_star"], color="grey", ls=":", lw=1)
+    ax.axvline(prediction["T_G"], color="grey", ls="--", lw=1)
+    ax.set_xlabel("depth t")
+    ax.set_ylabel("token variance (squared data units)")
+    ax.set_title("variance: dotted tau2 and T*, dashed T_G", fontsize=9)
+    ax.legend(fontsize=7)
+    ax = axes[0, 1]
+    for r in runs:
+        ax.semilogy(r["depths"], np.array(r["band_structure"]) / r["n"], color=colour[r["n"]], lw=1, alpha=0.8,
+                    label=f"N = {r['n']}" if r["seed"] == 0 else None)
+    t = np.array(prediction["depths"])
+    for n in ns:
+        ax.semilogy(t, np.exp(prediction["rate"] * t) / n, ls=":", color=colour[n], lw=1)
+    ax.set_ylim(1e-5, 2)
+    ax.set_xlabel("depth t")
+    ax.set_ylabel("S(k)/N near k* (fluctuation power)")
+    ax.set_title("density fluctuations near k*; dotted: exp(2 lambda* t)/N (linear theory)", fontsize=9)
+    ax = axes[1, 0]
+    for n in ns:
+        peaks = [r["peak_k"] / prediction["k_star"] for r in runs if r["n"] == n and r["peak_k"] is not None]
+        ax.plot([n] * len(peaks), peaks, "o", color=colour[n])
+    ax.axhline(1.0, color="k", lw=1)
+    for bound in prediction["band"]:
+        ax.axhline(bound / prediction["k_star"], color="grey", ls=":", lw=1)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel(N_LABEL)
+    ax.set_ylabel("clump wavenumber / k*")
+    ax.set_title("clump scale at the first depth with S >= N/20; dotted: lambda >= 3/4 lambda*", fontsize=9)
+    ax = axes[1, 1]
+    for key, style, label in (("gap_T_star", "-o", "at T*"), ("gap_T_G", "--s", "at T_G")):
+        sub = [{"n": r["n"], "gap": r[key]} for r in runs]
+        n, mean, half = grouped_intervals(sub, "n", "gap")
+        ax.errorbar(n, mean, yerr=half, fmt=style, capsize=3, ms=4, color="k", label=f"two-stage {label}")
+    _loglog(ax)
+    ax.set_title("Stage 2's gap to Bayes", fontsize=9)
+    ax.legend(fontsize=8)
+    fig.suptitle("E3: finite-N Stage 1 against mean field and linear stability (Gaussian prior)", fontsize=11)
+    fig.tight_layout()
+    return save(fig, folder, name)

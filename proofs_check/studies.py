@@ -1,0 +1,94 @@
+"""Experiments E1-E5: what each stores, and how its figure is drawn back from the store.
+
+A :class:`Study` is one experiment of the report. Its data live in the report folder's
+SQLite store (:class:`numerics.sweep.ResultStore`): risk sweeps as rows of the ``runs``
+table under experiment names ``"<study>-<part>-<mode>"``, other measurements as records.
+Its check (in :mod:`proofs_check.convergence_checks` or :mod:`proofs_check.stability_checks`)
+fills the store, resuming whatever an interrupted run left, and draws the figure through
+:meth:`Study.plot`; ``attneb plot NAME --store PATH`` calls the same :meth:`Study.plot`,
+so a figure is redrawn from stored numbers without recomputing anything.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from numerics import sweep
+
+__all__ = ["STUDIES", "Study", "default_workers", "mode_name", "run_configs", "stored_rows", "study"]
+
+
+@dataclass(frozen=True)
+class Study:
+    """One experiment: a name (``"E1"``), a title and a figure drawn from a store.
+
+    Attributes
+    ----------
+    name, title : str
+        Identifier used by ``attneb plot`` and a one-line description.
+    draw : callable
+        ``draw(store, quick, folder) -> Path``: read the study's data of one mode from an open
+        :class:`numerics.sweep.ResultStore`, write ``folder/<figure>.png`` and ``.pdf``, return the PNG.
+        Raises ``LookupError`` when the store holds none of the study's data for that mode.
+    """
+
+    name: str
+    title: str
+    draw: Callable[[sweep.ResultStore, bool, Path], Path]
+
+    def plot(self, store_path: Path, folder: Path, *, quick: bool = False) -> Path:
+        """Redraw the figure of the ``quick`` or full mode from the store at ``store_path``."""
+        store_path = Path(store_path)
+        if not store_path.is_file():
+            raise FileNotFoundError(f"store {store_path} does not exist; run 'attneb verify' to fill it")
+        with sweep.ResultStore(store_path) as store:
+            return self.draw(store, quick, Path(folder))
+
+
+STUDIES: dict[str, Study] = {}
+
+
+def study(name: str, title: str) -> Callable:
+    """Decorator registering ``draw(store, quick, folder)`` as the figure of study ``name``."""
+
+    def register(draw):
+        if name in STUDIES:
+            raise ValueError(f"study {name!r} is already registered")
+        STUDIES[name] = Study(name, title, draw)
+        return draw
+
+    return register
+
+
+def mode_name(study_name: str, part: str, quick: bool) -> str:
+    """Name of one part of a study in the store: ``"E1-gaussian-quick"``."""
+    return f"{study_name}-{part}-{'quick' if quick else 'full'}"
+
+
+def default_workers() -> int:
+    """Worker processes of the studies' sweeps by default: one per core, at most 2 (the reference CI machine)."""
+    return max(1, min(2, len(os.sched_getaffinity(0))))
+
+
+def run_configs(configs: list[dict], store_path: Path, *, workers: int = 1) -> dict[str, list[dict]]:
+    """Run (or resume) the sweeps ``configs`` into the store with ``workers`` processes; rows by experiment name."""
+    rows = {}
+    with sweep.ResultStore(store_path) as store:
+        for config in configs:
+            experiment = sweep.Experiment.from_dict(config)
+            sweep.run_sweep(experiment, store, workers=workers, progress=True)
+            rows[experiment.name] = store.rows(experiment.name)
+    return rows
+
+
+def stored_rows(store: sweep.ResultStore, names: list[str]) -> dict[str, list[dict]]:
+    """Rows of the experiments ``names``; ``LookupError`` naming those the store lacks."""
+    rows = {name: store.rows(name) for name in names}
+    missing = [name for name, r in rows.items() if not r]
+    if missing:
+        raise LookupError(f"{store.path} holds no rows of {', '.join(missing)}; run 'attneb verify' "
+                          "(with --quick for the quick mode) to compute them")
+    return rows
