@@ -1242,13 +1242,25 @@ def sweep_file(
     progress: bool = True,
     csv_path=None,
     executor: Executor | None = None,
+    scheduler=None,
 ) -> SweepSummary:
-    """The ``attneb sweep CONFIG --store PATH [--workers K] [--csv OUT]`` job: load, run, optionally export.
+    """The ``attneb sweep CONFIG --store PATH [--workers K | --scheduler ADDRESS] [--csv OUT]`` job.
 
-    ``csv_path`` receives the experiment's rows (all of them, old and new) after the sweep.
+    Loads the experiment, runs what the store lacks and, with ``csv_path``, exports the
+    experiment's rows (all of them, old and new). ``scheduler`` (a ``dask.distributed`` address,
+    see :func:`numerics.distributed.dask_executor`) runs the tasks on that cluster's workers
+    while this process writes the store; it excludes ``executor`` and ``workers > 1``.
     """
     experiment = load_experiment(config)
-    with ResultStore(store) as result_store:
+    with contextlib.ExitStack() as stack:
+        if scheduler is not None:
+            if executor is not None or workers != 1:
+                raise ValueError(f"scheduler == {scheduler!r} excludes executor and workers == {workers!r}; "
+                                 "the cluster's workers run the tasks")
+            from .distributed import dask_executor
+
+            executor = stack.enter_context(dask_executor(scheduler))
+        result_store = stack.enter_context(ResultStore(store))
         summary = run_sweep(experiment, result_store, workers=workers, executor=executor, progress=progress)
         if csv_path is not None:
             result_store.to_csv(csv_path, experiment=experiment.name)

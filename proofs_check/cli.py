@@ -62,8 +62,9 @@ def _sweep(args: argparse.Namespace) -> int:
     from numerics.sweep import sweep_file
 
     try:
-        summary = sweep_file(args.config, args.store, workers=args.workers, csv_path=args.csv)
-    except (ValueError, FileNotFoundError) as exc:
+        summary = sweep_file(args.config, args.store, workers=args.workers, csv_path=args.csv,
+                             scheduler=args.scheduler)
+    except (ValueError, FileNotFoundError, ImportError, OSError) as exc:
         print(f"attneb sweep: {exc}", file=sys.stderr)
         return 2
     print(summary)
@@ -118,7 +119,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sweep.add_argument("config", help="experiment file (TOML), e.g. examples/sweeps/two_cluster_recovery.toml")
     sweep.add_argument("--store", required=True, help="SQLite file for the results (created if missing)")
-    sweep.add_argument("--workers", type=int, default=1, help="worker processes (results do not depend on it)")
+    where = sweep.add_mutually_exclusive_group()
+    where.add_argument("--workers", type=_positive_int, default=1,
+                       help="local worker processes (results do not depend on it)")
+    where.add_argument("--scheduler", metavar="ADDRESS",
+                       help="run on an existing dask.distributed cluster, e.g. tcp://HOST:8786 (extra 'dist'); "
+                       "this process writes the store as results arrive")
     sweep.add_argument("--csv", help="also export the experiment's rows to this CSV file")
     sweep.set_defaults(func=_sweep)
     plot = sub.add_parser(
