@@ -1,3 +1,5 @@
+import sys
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -5,6 +7,7 @@ from hypothesis import strategies as st
 from scipy.special import logsumexp, softmax
 from scipy.stats import multivariate_normal
 
+import numerics
 from numerics import kernels
 from tests.strategies import bandwidths, point_clouds, queries_and_keys, rotations
 
@@ -52,10 +55,10 @@ def test_blocked_sums_equal_unblocked(budget):
 
 
 def test_block_sizes_respect_budget():
-    for m, n, budget in [(10**6, 10**6, 2**20), (5, 10**9, 2**20), (10**4, 3, 2**28)]:
-        rows, cols = kernels._block_sizes(m, n, budget)
-        assert rows >= 1 and cols >= 1
-        assert rows * cols * kernels._TEMPORARIES_PER_ENTRY <= max(budget, kernels._TEMPORARIES_PER_ENTRY)
+    for m, n, budget, copies in [(10**6, 10**6, 2**20, 3), (5, 10**9, 2**20, 2), (10**4, 3, 2**28, 3), (7, 9, 64, 3)]:
+        rows, cols = kernels._block_sizes(m, n, budget, copies)
+        assert 1 <= rows <= m and 1 <= cols <= n
+        assert copies * rows * cols * 8 <= max(budget, copies * 8)
 
 
 @given(queries_and_keys(), bandwidths, st.randoms(use_true_random=False))
@@ -152,3 +155,167 @@ def test_bad_bandwidth(h2, exc):
 def test_mismatched_dimensions():
     with pytest.raises(ValueError, match=r"queries has d == 2 .* keys has d == 3"):
         kernels.kernel_mean(np.zeros((1, 2)), np.zeros((4, 3)), 1.0)
+
+
+# --- implementations and threads ---------------------------------------------------------
+
+
+@pytest.fixture
+def restore_kernel_config():
+    accelerator, threads = kernels.get_accelerator(), kernels.get_num_threads()
+    yield
+    kernels.set_accelerator(accelerator)
+    kernels.set_num_threads(threads)
+
+
+def clouds_with_far_queries(d, m=150, n=230, seed=6):
+    """Keys, and queries near them plus a few so far that the first pass underflows."""
+    rng = np.random.default_rng(seed)
+    keys = rng.normal(size=(n, d))
+    queries = np.vstack([rng.normal(size=(m, d)), keys[:3] + 40.0])
+    return queries, keys
+
+
+def all_sums(q, k, h2, budget):
+    return (
+        kernels.kernel_mean(q, k, h2, budget_bytes=budget),
+        kernels.log_kde(q, k, h2, budget_bytes=budget),
+        kernels.kernel_logsumexp(q, k, h2, budget_bytes=budget),
+        kernels.kde_score(q, k, h2, budget_bytes=budget),
+    )
+
+
+@pytest.mark.usefixtures("restore_kernel_config")
+@pytest.mark.parametrize("d", [1, 2, 3, 16])
+@pytest.mark.parametrize("h2", [0.1, 1.0, 10.0])
+@pytest.mark.parametrize("budget", [3000, kernels.DEFAULT_BUDGET_BYTES])
+@pytest.mark.parametrize("self_attention", [False, True])
+def test_numba_path_matches_numpy_path(d, h2, budget, self_attention):
+    pytest.importorskip("numba")
+    q, k = clouds_with_far_queries(d)
+    if self_attention:
+        q = k
+    kernels.set_accelerator("numpy")
+    expected = all_sums(q, k, h2, budget)
+    kernels.set_accelerator("numba")
+    got = all_sums(q, k, h2, budget)
+    scale = np.abs(k).max()
+    np.testing.assert_allclose(got[0], expected[0], rtol=1e-12, atol=1e-12 * scale)
+    # log-sums: an absolute 1e-12 is a relative 1e-12 on the sums
+    np.testing.assert_allclose(got[1], expected[1], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(got[2], expected[2], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(got[3], expected[3], rtol=1e-12, atol=1e-12 * scale / h2)
+
+
+def use(accelerator):
+    if accelerator == "numba":
+        pytest.importorskip("numba")
+    kernels.set_accelerator(accelerator)
+
+
+@pytest.mark.usefixtures("restore_kernel_config")
+@pytest.mark.parametrize("accelerator", ["numpy", "numba"])
+def test_threads_do_not_change_results(accelerator):
+    use(accelerator)
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(1100, 2))
+    assert x.shape[0] ** 2 >= kernels._MIN_PARALLEL_ENTRIES
+
+    def sums():
+        return (
+            kernels.kernel_mean(x, x, 0.05),  # tokens attending to themselves
+            kernels.kernel_mean(x[:900], x, 0.05),
+            kernels.log_kde(x + 30.0, x, 0.05),  # recomputed with a running maximum
+        )
+
+    kernels.set_num_threads(1)
+    single = sums()
+    kernels.set_num_threads(3)
+    for a, b in zip(single, sums()):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.usefixtures("restore_kernel_config")
+@pytest.mark.parametrize("accelerator", ["numpy", "numba"])
+@pytest.mark.parametrize("budget", [3000, 300_000, kernels.DEFAULT_BUDGET_BYTES])
+def test_symmetric_sums_match_general_sums(accelerator, budget):
+    use(accelerator)
+    x = np.random.default_rng(9).normal(size=(700, 3))
+    a, bt, values = kernels._operands(x, x, 0.3, 3)
+    general = kernels._general_sums(a, bt, values, budget)
+    symmetric = kernels._symmetric_sums(a, bt, values, budget)
+    np.testing.assert_allclose(symmetric[:, 0], general[:, 0], rtol=1e-12)
+    means = [sums[:, 1:] / sums[:, :1] for sums in (symmetric, general)]
+    np.testing.assert_allclose(*means, rtol=0, atol=1e-12 * np.abs(x).max())
+
+
+@pytest.mark.usefixtures("restore_kernel_config")
+@pytest.mark.parametrize("accelerator", ["numpy", "numba"])
+def test_tokens_attending_to_themselves_match_naive_softmax(accelerator):
+    use(accelerator)
+    x = np.random.default_rng(10).normal(size=(500, 2))
+    got = kernels.kernel_mean(x, x.copy(), 0.2, budget_bytes=5000)
+    np.testing.assert_allclose(got, naive_kernel_mean(x, x, 0.2), rtol=0, atol=1e-13)
+
+
+@pytest.mark.usefixtures("restore_kernel_config")
+@pytest.mark.parametrize("accelerator", ["numpy", "numba"])
+def test_underflowing_rows_are_recomputed_exactly(accelerator):
+    use(accelerator)
+    rng = np.random.default_rng(8)
+    k = rng.normal(size=(40, 2))
+    q = np.vstack([k[:2], k[:5] + 6.0])
+    h2 = 1e-3
+    logits = -((q[:, None, :] - k[None, :, :]) ** 2).sum(-1) / (2 * h2)
+    assert np.all(logsumexp(logits[2:], axis=1) < np.log(kernels._MIN_SUM))
+    np.testing.assert_allclose(kernels.kernel_logsumexp(q, k, h2), logsumexp(logits, axis=1), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(kernels.kernel_mean(q, k, h2), softmax(logits, axis=1) @ k, rtol=0, atol=1e-12)
+
+
+@pytest.mark.usefixtures("restore_kernel_config")
+def test_auto_falls_back_to_numpy_without_numba(monkeypatch):
+    q, k = clouds_with_far_queries(2)
+    kernels.set_accelerator("numpy")
+    expected = all_sums(q, k, 0.5, kernels.DEFAULT_BUDGET_BYTES)
+    monkeypatch.setitem(sys.modules, "numba", None)
+    monkeypatch.delitem(sys.modules, "numerics._accel", raising=False)
+    monkeypatch.delattr(numerics, "_accel", raising=False)
+    kernels.set_accelerator("auto")
+    assert kernels._accelerator_for(2) is None
+    for got, want in zip(all_sums(q, k, 0.5, kernels.DEFAULT_BUDGET_BYTES), expected):
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(ImportError, match="pip install numba"):
+        kernels.set_accelerator("numba")
+    assert kernels.get_accelerator() == "auto"
+
+
+@pytest.mark.usefixtures("restore_kernel_config")
+def test_auto_uses_numba_for_small_dimensions_only():
+    pytest.importorskip("numba")
+    kernels.set_accelerator("auto")
+    assert kernels._accelerator_for(kernels._AUTO_NUMBA_MAX_DIM) is not None
+    assert kernels._accelerator_for(kernels._AUTO_NUMBA_MAX_DIM + 1) is None
+
+
+@pytest.mark.usefixtures("restore_kernel_config")
+def test_default_threads_follow_omp_num_threads(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    kernels.set_num_threads()
+    assert kernels.get_num_threads() == 1
+
+
+def test_bad_configuration_is_named():
+    with pytest.raises(ValueError, match="'cuda' is not a known option"):
+        kernels.set_accelerator("cuda")
+    with pytest.raises(ValueError, match="n == 0"):
+        kernels.set_num_threads(0)
+
+
+def test_vectorised_exponential_matches_numpy_to_2_ulp():
+    pytest.importorskip("numba")
+    from numerics._accel import exp_nonpositive
+
+    x = np.concatenate([np.linspace(-708.0, 0.0, 20001), -np.geomspace(1e-300, 1.0, 2001), [0.0, -0.0]])
+    got = np.array([exp_nonpositive(v) for v in x])
+    np.testing.assert_array_less(np.abs(got - np.exp(x)), 2.5 * np.spacing(np.exp(x)))
+    assert exp_nonpositive(-708.5) == exp_nonpositive(-1e300) == exp_nonpositive(-708.0)
