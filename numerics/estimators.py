@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import flow, kernels
+from . import binned, flow, kernels
 from .base import Denoiser
 from .npmle import NPMLE
 from .validation import (
@@ -64,6 +64,13 @@ class TwoStageDenoiser(Denoiser):
         Nominal residual step in (0, 1] (``method="euler"``).
     method : {"euler", "ode"}
         Stage-1 solver: the transformer's layers or the continuous-depth ODE.
+    backend : {"exact", "binned", "auto"}
+        Kernel sums of both stages: exact (:mod:`numerics.kernels`), on a grid
+        (:mod:`numerics.binned`, ``d <= 2``) or the faster of the two (see
+        :func:`numerics.flow.particle_flow`).
+    tol : float
+        Tolerance of the binned path in (0, 1), relative to the largest coordinate range of the
+        batch (Stage 1) or of the refined tokens (Stage 2).
 
     Attributes
     ----------
@@ -75,12 +82,14 @@ class TwoStageDenoiser(Denoiser):
         The refined tokens :math:`x_j(T)`.
     """
 
-    def __init__(self, sigma2, h2, T=None, eta=0.05, method="euler"):
+    def __init__(self, sigma2, h2, T=None, eta=0.05, method="euler", backend="exact", tol=1e-9):
         self.sigma2 = sigma2
         self.h2 = h2
         self.T = T
         self.eta = eta
         self.method = method
+        self.backend = backend
+        self.tol = tol
 
     def _fit(self, noisy):
         sigma2 = check_positive(self.sigma2, "sigma2")
@@ -88,12 +97,24 @@ class TwoStageDenoiser(Denoiser):
         T = flow.leading_horizon(sigma2, h2) if self.T is None else check_nonnegative(self.T, "T")
         eta = check_interval(self.eta, "eta", 0.0, 1.0, closed="right")
         method = check_option(self.method, "method", flow.SOLVERS)
-        self.particles_ = flow.particle_flow(noisy, h2, T, eta=eta, method=method)
+        backend, tol = _check_backend(self.backend, self.tol)
+        self.particles_ = flow.particle_flow(noisy, h2, T, eta=eta, method=method, backend=backend, tol=tol)
         self.T_ = T
         self.n_layers_ = flow.n_layers(T, eta) if method == "euler" else None
 
     def _denoise(self, queries):
-        return kernels.kernel_mean(queries, self.particles_, self.sigma2)
+        return _kernel_mean(queries, self.particles_, self.sigma2, self.backend, self.tol)
+
+
+def _check_backend(backend, tol):
+    return check_option(backend, "backend", binned.BACKENDS), check_interval(tol, "tol", 0.0, 1.0, closed="neither")
+
+
+def _kernel_mean(queries, keys, h2, backend, tol):
+    """Kernel mean over ``keys`` on the path ``backend`` selects (validated at ``fit``)."""
+    if binned.resolve_backend(backend, len(queries), keys, h2, tol=tol) == "exact":
+        return kernels.kernel_mean(queries, keys, h2)
+    return binned.kernel_mean(queries, keys, h2, tol=tol)
 
 
 class StageTwoOnly(Denoiser):
@@ -106,17 +127,24 @@ class StageTwoOnly(Denoiser):
     ----------
     sigma2 : float
         Noise variance, > 0.
+    backend : {"exact", "binned", "auto"}
+        Kernel path (see :class:`TwoStageDenoiser`).
+    tol : float
+        Tolerance of the binned path in (0, 1), relative to the largest coordinate range of the batch.
     """
 
-    def __init__(self, sigma2):
+    def __init__(self, sigma2, backend="exact", tol=1e-9):
         self.sigma2 = sigma2
+        self.backend = backend
+        self.tol = tol
 
     def _fit(self, noisy):
         check_positive(self.sigma2, "sigma2")
+        _check_backend(self.backend, self.tol)
         self.particles_ = noisy
 
     def _denoise(self, queries):
-        return kernels.kernel_mean(queries, self.particles_, self.sigma2)
+        return _kernel_mean(queries, self.particles_, self.sigma2, self.backend, self.tol)
 
 
 class TweedieKDE(Denoiser):
@@ -134,19 +162,29 @@ class TweedieKDE(Denoiser):
         Noise variance, > 0.
     h2 : float
         KDE bandwidth, > 0.
+    backend : {"exact", "binned", "auto"}
+        Kernel path (see :class:`TwoStageDenoiser`).
+    tol : float
+        Tolerance of the binned path in (0, 1): the step :math:`a(\tilde x) - \tilde x` is within
+        ``tol`` times the largest coordinate range of the batch.
     """
 
-    def __init__(self, sigma2, h2):
+    def __init__(self, sigma2, h2, backend="exact", tol=1e-9):
         self.sigma2 = sigma2
         self.h2 = h2
+        self.backend = backend
+        self.tol = tol
 
     def _fit(self, noisy):
         check_positive(self.sigma2, "sigma2")
         check_positive(self.h2, "h2")
+        _check_backend(self.backend, self.tol)
         self.context_ = noisy
 
     def _denoise(self, queries):
-        return queries + self.sigma2 * kernels.kde_score(queries, self.context_, self.h2)
+        if binned.resolve_backend(self.backend, len(queries), self.context_, self.h2, tol=self.tol) == "exact":
+            return queries + self.sigma2 * kernels.kde_score(queries, self.context_, self.h2)
+        return queries + self.sigma2 * binned.kde_score(queries, self.context_, self.h2, tol=self.tol)
 
 
 class LinearShrinkage(Denoiser):

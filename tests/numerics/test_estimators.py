@@ -35,8 +35,9 @@ def test_interface(est):
 
 
 def test_init_stores_arguments_only():
-    est = estimators.TwoStageDenoiser(-1.0, "x", T=-3, eta=7, method="nope")
-    assert est.get_params() == {"sigma2": -1.0, "h2": "x", "T": -3, "eta": 7, "method": "nope"}
+    est = estimators.TwoStageDenoiser(-1.0, "x", T=-3, eta=7, method="nope", backend="gpu", tol=5)
+    assert est.get_params() == {"sigma2": -1.0, "h2": "x", "T": -3, "eta": 7, "method": "nope", "backend": "gpu",
+                                "tol": 5}
 
 
 @pytest.mark.parametrize(
@@ -47,6 +48,8 @@ def test_init_stores_arguments_only():
         (estimators.TwoStageDenoiser(SIGMA2, H2, T=-1.0), "T == -1.0"),
         (estimators.TwoStageDenoiser(SIGMA2, H2, eta=2.0), "eta == 2.0"),
         (estimators.TwoStageDenoiser(SIGMA2, H2, method="rk4"), "method == 'rk4'"),
+        (estimators.TwoStageDenoiser(SIGMA2, H2, backend="gpu"), "backend == 'gpu'"),
+        (estimators.StageTwoOnly(SIGMA2, tol=0.0), "tol == 0.0"),
         (estimators.StageTwoOnly(-0.5), "sigma2"),
         (estimators.TweedieKDE(SIGMA2, 0.0), "h2"),
         (estimators.LinearShrinkage(np.nan), "sigma2"),
