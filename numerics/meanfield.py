@@ -189,7 +189,9 @@ class TokenTrajectory:
     tokens: dict
 
 
-def token_trajectory(x0, h2, layers, *, eta=0.05, every=5, k=(), keep=()) -> TokenTrajectory:
+def token_trajectory(
+    x0, h2, layers, *, eta=0.05, every=5, k=(), keep=(), backend="exact", tol=1e-9
+) -> TokenTrajectory:
     r"""Run ``layers`` Euler layers of step ``eta`` and sample the tokens every ``every`` layers.
 
     Each layer is :math:`x \leftarrow x + \eta\,(a(x) - x)` (:func:`numerics.flow.particle_flow`
@@ -212,6 +214,8 @@ def token_trajectory(x0, h2, layers, *, eta=0.05, every=5, k=(), keep=()) -> Tok
         Wavenumbers of the structure factor (1-D tokens only); empty to skip it.
     keep : iterable of int
         Layer indices whose tokens are returned in ``tokens``.
+    backend, tol : str, float
+        Kernel path of the layers and its tolerance (see :func:`numerics.flow.particle_flow`).
     """
     tokens = check_array(x0, "x0")
     if tokens.shape[0] < 2:
@@ -230,7 +234,7 @@ def token_trajectory(x0, h2, layers, *, eta=0.05, every=5, k=(), keep=()) -> Tok
     for stop in stops:
         if stop > done:
             steps = stop - done
-            tokens = flow.particle_flow(tokens, h2, steps * eta, eta=eta)
+            tokens = flow.particle_flow(tokens, h2, steps * eta, eta=eta, backend=backend, tol=tol)
             done = stop
         if stop in keep:
             kept[stop] = tokens.copy()

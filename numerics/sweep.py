@@ -31,6 +31,7 @@ TOML schema (see ``examples/sweeps/``)::
     estimators = ["two-stage", "stage-two-only", "tweedie-kde", "linear", "oracle", "npmle"]
                                          # also "clean-context": Stage 2 over the clean draws
     h2 = {rule = "power", scale = 0.5, exponent = 0.25}   # h2 = scale * n**-exponent;
+                                         # or {rule = "log", scale = 1.0}: h2 = scale / log(n);
                                          # or a number, or a list of numbers (swept)
     T = "leading"                        # T = sigma2 / (2 h2); or a number (fixed), a list (grid),
                                          # {rule = "leading"}, {rule = "fixed", value = 2.0},
@@ -279,9 +280,14 @@ def _table(value, name: str) -> Mapping:
 
 @dataclass(frozen=True)
 class H2Schedule:
-    """Bandwidth as a function of ``n``: fixed values, or ``scale * n**-exponent`` (rounded)."""
+    """Bandwidth as a function of ``n``: fixed values, ``scale * n**-exponent`` or ``scale / log(n)`` (rounded).
 
-    rule: str  # "fixed" or "power"
+    The ``"log"`` rule keeps ``N`` far above the stability bound ``N_c = exp(2 sigma2 / (e h2))``
+    (claim S1): ``N_c = N**(2 sigma2 / (e scale))``, a fixed power of ``N`` below 1 when
+    ``scale > 2 sigma2 / e``; the ``"power"`` rule makes ``N_c`` grow faster than any power of ``N``.
+    """
+
+    rule: str  # "fixed", "power" or "log"
     values: tuple[float, ...] = ()
     scale: float | None = None
     exponent: float | None = None
@@ -297,20 +303,29 @@ class H2Schedule:
                     scale=_real(value["scale"], "h2.scale", low=0.0),
                     exponent=_real(value["exponent"], "h2.exponent"),
                 )
+            if rule == "log":
+                _check_keys(value, ("rule", "scale"), "h2", ("scale",))
+                return cls("log", scale=_real(value["scale"], "h2.scale", low=0.0))
             if rule == "fixed":
                 _check_keys(value, ("rule", "value"), "h2", ("value",))
                 return cls("fixed", _listed(value["value"], "h2.value", lambda v, n: _real(v, n, low=0.0)))
-            raise ValueError(f"h2.rule == {rule!r} is not a known rule; expected one of ('power', 'fixed')")
+            raise ValueError(f"h2.rule == {rule!r} is not a known rule; expected one of ('power', 'log', 'fixed')")
         return cls("fixed", _listed(value, "h2", lambda v, n: _real(v, n, low=0.0)))
 
     def at(self, n: int) -> tuple[float, ...]:
         if self.rule == "fixed":
             return self.values
+        if self.rule == "log":
+            if n < 2:
+                raise ValueError(f"h2 = scale / log(n) needs n >= 2, got n == {n}")
+            return (float(f"{self.scale / math.log(n):.{_H2_DIGITS}g}"),)
         return (float(f"{self.scale * float(n) ** (-self.exponent):.{_H2_DIGITS}g}"),)
 
     def to_config(self):
         if self.rule == "fixed":
             return list(self.values) if len(self.values) > 1 else self.values[0]
+        if self.rule == "log":
+            return {"rule": "log", "scale": self.scale}
         return {"rule": "power", "scale": self.scale, "exponent": self.exponent}
 
 

@@ -11,6 +11,7 @@ the run.
 from __future__ import annotations
 
 import json
+import math
 from collections import defaultdict
 from pathlib import Path
 
@@ -26,8 +27,20 @@ from .registry import Context, Evidence, check
 from .studies import STUDIES, mode_name, run_configs, stored_rows, study
 
 SIGMA2 = 0.5
-#: Bandwidth schedule of the recovery experiments: h2 = 0.5 N^(-1/4), T = T*(h2) = sigma2 / (2 h2).
-H2_SCHEDULE = {"rule": "power", "scale": 0.5, "exponent": 0.25}
+#: Bandwidth schedules along which N grows (T = T*(h2) = sigma2 / (2 h2) throughout).
+#: "log" keeps N far above the stability bound (S1): N_c = exp(2 sigma2 / (e h2)) = N^(1/2);
+#: "power" shrinks h2 like N^(-1/4), so N_c overtakes N (at N ~ 3e4 here).
+SCHEDULES = {
+    "log": ("h2 = (4 sigma2 / e) / log N", {"rule": "log", "scale": round(4 * SIGMA2 / math.e, 4)}),
+    "power": ("h2 = 0.5 N^(-1/4)", {"rule": "power", "scale": 0.5, "exponent": 0.25}),
+}
+#: Kernel path of the estimators that take one: binned (grid and FFT) where d <= 2 and N >= 4096.
+FAST = {"backend": "auto", "tol": 1e-7}
+
+
+def fast_options(estimators) -> dict:
+    """Sweep ``options`` putting every estimator of ``estimators`` that has a kernel path on :data:`FAST`."""
+    return {name: FAST for name in estimators if name in ("two-stage", "stage-two-only", "tweedie-kde", "clean-context")}
 
 RECOVERY_PRIORS = {
     "gaussian": ("Gaussian N(0, 1)", {"family": "Gaussian", "mean": [0.0], "var": 1.0}),
@@ -59,25 +72,36 @@ BOOTSTRAP = 2000
 
 
 def recovery_configs(quick: bool) -> dict[str, dict]:
-    """E1: one sweep per prior; N grows along the bandwidth schedule with T = T*."""
-    return {
-        part: {
-            "name": mode_name("E1", part, quick),
-            "prior": prior,
-            "sigma2": SIGMA2,
-            "n": [256, 512, 1024, 2048] if quick else [256, 512, 1024, 2048, 4096],
-            "seeds": {"start": 0, "count": 6},
-            "estimators": ["two-stage", "stage-two-only"],
-            "h2": H2_SCHEDULE,
-            "T": "leading",
-        }
-        for part, (_, prior) in RECOVERY_PRIORS.items()
-    }
+    """E1: one sweep per prior and bandwidth schedule; N grows with T = T*.
+
+    The 1-D priors reach N = 131072 on the binned path; the sphere in R^3 (exact path) stops at
+    2048 (quick) or 4096.
+    """
+    configs = {}
+    for prior_part, (_, prior) in RECOVERY_PRIORS.items():
+        if prior["family"] == "UniformSphere":
+            ns = [256, 512, 1024, 2048] if quick else [256, 512, 1024, 2048, 4096]
+        else:
+            ns = [256, 1024, 4096, 16384, 131072] if quick else [256, 1024, 4096, 16384, 65536, 131072]
+        for schedule, (_, h2) in SCHEDULES.items():
+            part = f"{prior_part}-{schedule}"
+            configs[part] = {
+                "name": mode_name("E1", part, quick),
+                "prior": prior,
+                "sigma2": SIGMA2,
+                "n": ns,
+                "seeds": {"start": 0, "count": 4 if quick else 6},
+                "estimators": ["two-stage", "stage-two-only"],
+                "h2": h2,
+                "T": "leading",
+                "options": fast_options(["two-stage", "stage-two-only"]),
+            }
+    return configs
 
 
 def depth_configs(quick: bool) -> dict[str, dict]:
     """E2: Gaussian prior, two N a factor 4 apart, T on a grid of multiples of T*, one sweep per h2."""
-    h2s, ns, seeds = ((0.25,), [512, 2048], 6) if quick else ((0.25, 0.125, 0.0625), [1024, 4096], 6)
+    h2s, ns, seeds = ((0.25,), [2048, 8192], 6) if quick else ((0.25, 0.125, 0.0625), [4096, 16384], 6)
     return {
         f"h2={h2:g}": {
             "name": mode_name("E2", f"h2={h2:g}", quick),
@@ -88,6 +112,7 @@ def depth_configs(quick: bool) -> dict[str, dict]:
             "estimators": ["two-stage"],
             "h2": h2,
             "T": {"rule": "scale", "factor": list(DEPTH_FACTORS)},
+            "options": fast_options(["two-stage"]),
         }
         for h2 in h2s
     }
@@ -100,11 +125,12 @@ def table_configs(quick: bool) -> dict[str, dict]:
             "name": mode_name("E4", part, quick),
             "prior": prior,
             "sigma2": SIGMA2,
-            "n": [256, 1024] if quick else [256, 1024, 4096],
+            "n": [256, 1024] if quick else [256, 1024, 4096, 16384],
             "seeds": {"start": 0, "count": 10},
             "estimators": list(TABLE_ESTIMATORS),
-            "h2": H2_SCHEDULE,
+            "h2": SCHEDULES["log"][1],
             "T": "leading",
+            "options": fast_options(TABLE_ESTIMATORS),
         }
         for part, (_, prior) in TABLE_PRIORS.items()
     }
@@ -120,6 +146,7 @@ def clean_configs(quick: bool) -> dict[str, dict]:
             "n": [256, 1024, 4096] if quick else [256, 1024, 4096, 16384],
             "seeds": {"start": 0, "count": 4 if quick else 8},
             "estimators": ["clean-context"],
+            "options": fast_options(["clean-context"]),
         }
         for part, (_, prior) in RECOVERY_PRIORS.items()
     }
@@ -140,37 +167,98 @@ def _stored(configs: dict[str, dict], store: ResultStore) -> dict[str, list[dict
 # --------------------------------------------------------------------------------------------
 
 
-def gap_slopes(rows_by_part: dict[str, list[dict]], estimator: str) -> dict[str, stats.SlopeFit]:
-    """Log-log fit of the gap to Bayes against N, over every seed, per part."""
+def gap_slopes(rows_by_part: dict[str, list[dict]], estimator: str, keep=lambda row: True) -> dict[str, stats.SlopeFit]:
+    """Log-log fit of the gap to Bayes against N, over every seed, per part (rows that ``keep`` accepts)."""
     fits = {}
     for part, rows in rows_by_part.items():
-        ours = [r for r in rows if r["estimator"] == estimator]
+        ours = [r for r in rows if r["estimator"] == estimator and keep(r)]
         fits[part] = stats.loglog_slope([r["n"] for r in ours], [r["gap"] for r in ours])
     return fits
+
+
+def n_over_n_c(row: dict) -> float:
+    """``N / N_c`` of a row, with the stability bound ``N_c = exp(2 sigma2 / (e h2))`` of S1."""
+    return row["n"] / stability.token_scaling(row["sigma2"], row["h2"])
+
+
+def turn_around(rows: list[dict]) -> dict:
+    """Where the mean two-stage gap is smallest over N, and the gap at the largest N against it.
+
+    Returns the two batch sizes, their ``N / N_c`` and the paired interval (over seeds) of
+    ``gap(N_max) - gap(N_best)``.
+    """
+    ours = [r for r in rows if r["estimator"] == "two-stage"]
+    by_n = defaultdict(dict)
+    for r in ours:
+        by_n[r["n"]][r["seed"]] = r
+    best = min(by_n, key=lambda n: np.mean([r["gap"] for r in by_n[n].values()]))
+    last = max(by_n)
+    rise = stats.mean_interval([by_n[last][s]["gap"] - by_n[best][s]["gap"] for s in by_n[last]])
+    return {"best_n": best, "best_n_over_n_c": n_over_n_c(next(iter(by_n[best].values()))),
+            "last_n": last, "last_n_over_n_c": n_over_n_c(next(iter(by_n[last].values()))),
+            "rise": [rise.estimate, rise.low, rise.high]}
 
 
 def _labelled(rows_by_part, priors):
     return {priors[part][0]: rows for part, rows in rows_by_part.items()}
 
 
-@study("E1", "gap to Bayes vs N along h2 = 0.5 N^(-1/4), T = T* (C8)")
+def _recovery_panels(rows_by_part):
+    panels = defaultdict(dict)
+    for part, rows in rows_by_part.items():
+        prior, schedule = part.rsplit("-", 1)
+        panels[RECOVERY_PRIORS[prior][0]][SCHEDULES[schedule][0]] = rows
+    return dict(panels)
+
+
+@study("E1", "gap to Bayes vs N along two bandwidth schedules, T = T* (C8, S1)")
 def draw_recovery(store: ResultStore, quick: bool, folder: Path) -> Path:
     rows = _stored(recovery_configs(quick), store)
-    return figures.plot_recovery(_labelled(rows, RECOVERY_PRIORS), folder)
+    return figures.plot_recovery(_recovery_panels(rows), folder)
 
 
-@check("C8", "E1: gap to Bayes falls with N along h2 = 0.5 N^(-1/4), T = T* (three priors)")
+def _schedule(rows_by_part: dict, schedule: str) -> dict:
+    return {part: rows for part, rows in rows_by_part.items() if part.endswith(f"-{schedule}")}
+
+
+@check("C8", "E1: gap to Bayes falls with N along h2 = (4 sigma2/e)/log N (N >> N_c), T = T* (three priors)")
 def recovery(ctx: Context) -> Evidence:
     rows = _run(recovery_configs(ctx.quick), ctx)
-    fits = gap_slopes(rows, "two-stage")
     png = STUDIES["E1"].plot(ctx.store_path, ctx.out, quick=ctx.quick)
-    text = "; ".join(f"{RECOVERY_PRIORS[p][0]}: {fit.slope}" for p, fit in fits.items())
+    fits = gap_slopes(_schedule(rows, "log"), "two-stage")
+    text = "; ".join(f"{part}: {fit.slope}" for part, fit in fits.items())
+    n_max = {part: max(r["n"] for r in part_rows) for part, part_rows in _schedule(rows, "log").items()}
     return Evidence(
-        passed=all(fit.slope.high < 0 for fit in fits.values()),
+        passed=bool(fits) and all(fit.slope.high < 0 for fit in fits.values()),
         kind="rate",
-        summary=f"gap ~ N^p fitted over N and seeds: {text} (passes when every interval lies below 0)",
-        data={"slopes": {p: [f.slope.estimate, f.slope.low, f.slope.high] for p, f in fits.items()}},
+        summary=f"gap ~ N^p fitted over N (up to {n_max}) and seeds, N/N_c = N^(1/2): {text} "
+        "(passes when every interval lies below 0)",
+        data={"slopes": {p: [f.slope.estimate, f.slope.low, f.slope.high] for p, f in fits.items()}, "n_max": n_max},
         figures=(png.name,),
+    )
+
+
+@check("C8", "E1, scope: along h2 = 0.5 N^(-1/4) the gap falls while N >> N_c and rises once N < N_c (S1's bound)")
+def recovery_needs_stability(ctx: Context) -> Evidence:
+    rows = _schedule(_run(recovery_configs(ctx.quick), ctx), "power")
+    early = gap_slopes(rows, "two-stage", keep=lambda r: n_over_n_c(r) >= REGIME)
+    turns = {part: turn_around(part_rows) for part, part_rows in rows.items()}
+    below = {part: t for part, t in turns.items() if t["last_n_over_n_c"] < 1}
+    passed = all(f.slope.high < 0 for f in early.values()) and bool(below) and all(
+        t["rise"][1] > 0 and t["best_n_over_n_c"] >= 1 for t in below.values())
+    text = "; ".join(
+        f"{part}: slope over N >= {REGIME:g} N_c {early[part].slope}, smallest gap at N={t['best_n']} "
+        f"(N/N_c={t['best_n_over_n_c']:.3g}), gap(N={t['last_n']}, N/N_c={t['last_n_over_n_c']:.3g}) - smallest = "
+        f"{t['rise'][0]:.3g} [{t['rise'][1]:.3g}, {t['rise'][2]:.3g}]" for part, t in turns.items()
+    )
+    return Evidence(
+        passed=passed,
+        kind="interval",
+        summary=f"{text} (passes when the gap falls over N >= {REGIME:g} N_c and, for every prior whose largest N is "
+        "below N_c, the gap there exceeds the smallest gap (paired 95% interval above 0), reached at N >= N_c: "
+        "recovery needs N >> exp(2 sigma2 / (e h2)), not only N -> oo and h2 -> 0)",
+        data={"early_slopes": {p: [f.slope.estimate, f.slope.low, f.slope.high] for p, f in early.items()},
+              "turns": turns},
     )
 
 

@@ -69,19 +69,32 @@ def _loglog(ax, xlabel=N_LABEL, ylabel=GAP_LABEL):
     ax.grid(True, which="both", alpha=0.3)
 
 
-def plot_recovery(rows_by_prior: dict[str, list[dict]], folder: Path, name: str = "E1_recovery") -> Path:
-    """E1: gap to Bayes against N (log-log), two-stage and Stage 2 alone, one colour per prior."""
-    fig, ax = plt.subplots(figsize=(6.4, 4.4))
-    for (label, rows), colour in zip(rows_by_prior.items(), _colours()):
-        for estimator, style, what in (("two-stage", "-o", "two-stage, T = T*"),
-                                       ("stage-two-only", "--s", "Stage 2 alone (L = 0)")):
-            sub = [r for r in rows if r["estimator"] == estimator]
-            if sub:
+def plot_recovery(panels: dict[str, dict[str, list[dict]]], folder: Path, name: str = "E1_recovery") -> Path:
+    """E1: gap to Bayes against N (log-log), one panel per prior, one colour per bandwidth schedule.
+
+    Solid: two-stage at ``T = T*``; dotted: Stage 2 alone. A vertical line of the schedule's
+    colour marks where ``N`` crosses the stability bound ``N_c`` (S1), if it does.
+    """
+    from theory import stability
+
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.0 * len(panels), 4.4), squeeze=False)
+    for ax, (prior, schedules) in zip(axes.flat, panels.items()):
+        for (schedule, rows), colour in zip(schedules.items(), _colours()):
+            for estimator, style, what in (("two-stage", "-o", "two-stage"), ("stage-two-only", ":s", "L = 0")):
+                sub = [r for r in rows if r["estimator"] == estimator]
                 n, mean, half = grouped_intervals(sub, "n", "gap")
-                ax.errorbar(n, mean, yerr=half, fmt=style, color=colour, capsize=3, ms=4, label=f"{label}: {what}")
-    _loglog(ax)
-    ax.set_title(r"E1: recovery along $h_2 = 0.5\,N^{-1/4}$, $T = \sigma^2/(2h_2)$", fontsize=10)
-    ax.legend(fontsize=7)
+                ax.errorbar(n, mean, yerr=half, fmt=style, color=colour, capsize=3, ms=4, label=f"{what}, {schedule}")
+            two = [r for r in rows if r["estimator"] == "two-stage"]
+            ratio = [(r["n"], r["n"] / stability.token_scaling(r["sigma2"], r["h2"])) for r in two]
+            crossing = [n for n, q in sorted(ratio) if q < 1]
+            if crossing:
+                ax.axvline(crossing[0], color=colour, ls="--", lw=1, label=f"first N < N_c ({schedule})")
+        _loglog(ax)
+        ax.set_title(prior, fontsize=9)
+        ax.legend(fontsize=6)
+    fig.suptitle("E1: recovery with T = sigma2/(2 h2) along two bandwidth schedules (mean, 95% CI over seeds)",
+                 fontsize=10)
+    fig.tight_layout()
     return save(fig, folder, name)
 
 

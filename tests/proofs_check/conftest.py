@@ -20,11 +20,16 @@ def _shrink(monkeypatch, module, name, parts=None, **changes):
 
 @pytest.fixture(autouse=True)
 def small_experiments(monkeypatch):
-    _shrink(monkeypatch, convergence_checks, "recovery_configs", n=[128, 512, 2048], seeds={"start": 0, "count": 3})
-    _shrink(monkeypatch, convergence_checks, "depth_configs", n=[512], seeds={"start": 0, "count": 3})
+    real_recovery = convergence_checks.recovery_configs
+    monkeypatch.setattr(convergence_checks, "recovery_configs", lambda quick: {
+        # the power schedule keeps its N: the largest, 131072, is below N_c, as the scope check needs
+        "clusters-power": real_recovery(quick)["clusters-power"],
+        "gaussian-log": {**real_recovery(quick)["gaussian-log"], "n": [256, 1024, 4096], "seeds": {"start": 0, "count": 3}},
+    })
+    _shrink(monkeypatch, convergence_checks, "depth_configs", n=[8192])
     _shrink(monkeypatch, convergence_checks, "table_configs", parts=("clusters", "box"), n=[128, 512],
             seeds={"start": 0, "count": 3})
     _shrink(monkeypatch, convergence_checks, "clean_configs", n=[128, 512, 2048], seeds={"start": 0, "count": 3})
-    monkeypatch.setattr(stability_checks, "sizes", lambda quick: ([300, 600], 4))
+    monkeypatch.setattr(stability_checks, "sizes", lambda quick: ([300, 600, 8000], 3))
 
 
