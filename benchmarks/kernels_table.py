@@ -44,9 +44,9 @@ import tracemalloc
 import numpy as np
 from scipy.special import softmax
 
+from layer import exp_yardstick  # benchmarks/layer.py, beside this script
 from numerics import kernels
 
-_EXP_BLOCK = 2**16
 _NAIVE_BLOCK_BYTES = 256 * 2**20
 _RSS_PROBE = """
 import sys
@@ -67,16 +67,6 @@ before = status_bytes("VmRSS")
 kernels.kernel_mean(x, x, h2)
 print(status_bytes("VmHWM") - before)
 """
-
-
-def exp_yardstick(entries: int) -> None:
-    """``numpy.exp`` over ``entries`` float64 values on one core (numpy's ufuncs do not thread)."""
-    block = np.random.default_rng(1).uniform(-10.0, 0.0, _EXP_BLOCK)
-    out = np.empty_like(block)
-    full, rest = divmod(entries, _EXP_BLOCK)
-    for _ in range(full):
-        np.exp(block, out=out)
-    np.exp(block[:rest], out=out[:rest])
 
 
 def naive_kernel_mean(q: np.ndarray, k: np.ndarray, h2: float) -> np.ndarray:
