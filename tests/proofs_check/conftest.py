@@ -26,7 +26,7 @@ def small_experiments(monkeypatch):
         "clusters-power": real_recovery(quick)["clusters-power"],
         "gaussian-log": {**real_recovery(quick)["gaussian-log"], "n": [256, 1024, 4096], "seeds": {"start": 0, "count": 3}},
     })
-    _shrink(monkeypatch, convergence_checks, "depth_configs", n=[8192])
+    _shrink(monkeypatch, convergence_checks, "depth_configs", n=[4096], seeds={"start": 0, "count": 4})
     _shrink(monkeypatch, convergence_checks, "table_configs", parts=("clusters", "box"), n=[128, 512],
             seeds={"start": 0, "count": 3})
     _shrink(monkeypatch, convergence_checks, "clean_configs", n=[128, 512, 2048], seeds={"start": 0, "count": 3})

@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from numerics import estimators, flow, kernels, sweep
+from numerics import flow, kernels, sweep
 from proofs_check import cli, stability_checks
 from proofs_check.studies import STUDIES
 
@@ -119,14 +119,14 @@ def _kernel_four_times_too_wide(monkeypatch):
     monkeypatch.setattr(kernels, "kernel_mean", lambda q, k, h2, **kw: real(q, k, 4 * h2, **kw))
 
 
-def _stage_two_wrong_bandwidth(monkeypatch):
-    monkeypatch.setattr(estimators.TwoStageDenoiser, "_denoise",
-                        lambda self, q: kernels.kernel_mean(q, self.particles_, 3 * self.sigma2))
+def _stage_one_ignores_h2(monkeypatch):
+    real = flow.particle_flow
+    monkeypatch.setattr(flow, "particle_flow", lambda x0, h2, T, **kwargs: real(x0, 0.25, T, **kwargs))
 
 
 BREAKAGES = {
     "E1": _no_stage_one,
-    "E2": _stage_two_wrong_bandwidth,
+    "E2": _stage_one_ignores_h2,
     "E3": _kernel_four_times_too_wide,
     "E4": _no_stage_one,
     "E5": _clean_context_sees_noisy_tokens,
