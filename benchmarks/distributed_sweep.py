@@ -1,15 +1,18 @@
 """Runs per second of a sweep on a dask LocalCluster with 1 and with 2 workers (extra ``dist``).
 
 Prints one line per cluster size: workers, runs, wall time, runs per second, and the speed-up
-over one worker. Each size starts a fresh cluster (one thread per worker process) and a fresh
-store, so every run executes; the cluster's start-up is not timed.
+over one worker. Each size starts a fresh cluster (one thread per worker process, whose kernel
+sums and BLAS run single-threaded: ``OMP_NUM_THREADS=1`` is set for the workers, as the local
+pool of :func:`numerics.sweep.run_sweep` does) and a fresh store, so every run executes; the
+cluster's start-up is not timed.
 
-    python benchmarks/distributed_sweep.py [--workers 1 2] [--seeds 16] [--n 1000]
+    python benchmarks/distributed_sweep.py [--workers 1 2] [--seeds 16] [--n 4000]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import tempfile
 import time
@@ -33,11 +36,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--seeds", type=int, default=16, help="runs of the sweep (one two-stage run per seed)")
-    parser.add_argument("--n", type=int, default=1000, help="tokens per run")
+    parser.add_argument("--n", type=int, default=4000, help="tokens per run")
     args = parser.parse_args()
+    os.environ["OMP_NUM_THREADS"] = "1"  # inherited by the worker processes the clusters spawn
     exp = experiment(args.n, args.seeds)
     print(f"machine: {platform.machine()}, {platform.python_implementation()} {platform.python_version()}; "
-          f"sweep: {args.seeds} two-stage runs, N = {args.n}, 25 layers each")
+          f"sweep: {args.seeds} two-stage runs, N = {args.n}, 50 layers each (exact path)")
     print(f"{'workers':>7} {'runs':>5} {'wall s':>8} {'runs/s':>8} {'speed-up':>9}")
     base = None
     for workers in args.workers:

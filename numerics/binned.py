@@ -107,6 +107,7 @@ from .validation import check_array, check_interval, check_option, check_positiv
 
 __all__ = [
     "AUTO_MIN_PAIRS",
+    "AUTO_PAIRS_PER_CELL",
     "BACKENDS",
     "BinnedResult",
     "GridPlan",
@@ -125,6 +126,10 @@ BACKENDS = ("exact", "binned", "auto")
 #: ``"auto"`` takes the binned path when ``d <= 2``, the grid fits and queries x keys >= this
 #: (4096 tokens attending to each other).
 AUTO_MIN_PAIRS = 4096**2
+#: Exact pairs that cost as much as one cell of the binned path's grid: about 100 ns per FFT cell
+#: (spreading, transforms, interpolation) against 0.7-0.85 ns per pair of the exact path, d <= 2
+#: (``benchmarks/kernels_table.py`` at N = 16384, d = 2, 2 cores); "auto" takes the grid above this ratio.
+AUTO_PAIRS_PER_CELL = 150
 #: Largest zero-padded FFT grid (cells) the binned path builds: 2**23 float64 cells are 64 MiB
 #: per array, and the convolution holds about eight such arrays at once.
 MAX_GRID_CELLS = 2**23
@@ -807,18 +812,20 @@ def spatial_order(points, spacing) -> np.ndarray:
 def resolve_backend(backend, n_queries, keys, h2, *, tol=1e-9, scale=None, target="mean") -> str:
     """``"exact"`` or ``"binned"``: ``backend`` itself, or for ``"auto"`` whether the binned path applies.
 
-    ``"auto"`` picks ``"binned"`` when ``d <= 2``, ``n_queries * N >= AUTO_MIN_PAIRS`` and the
-    grid for ``tol`` fits in :data:`MAX_GRID_CELLS`, else ``"exact"``. ``keys`` is a validated
-    ``(N, d)`` array.
+    ``"auto"`` picks ``"binned"`` when ``d <= 2``, the grid for ``tol`` fits in
+    :data:`MAX_GRID_CELLS` and the pairs ``n_queries * N`` number at least :data:`AUTO_MIN_PAIRS`
+    and :data:`AUTO_PAIRS_PER_CELL` times the grid's FFT cells (where the grid is the cheaper);
+    else ``"exact"``. ``keys`` is a validated ``(N, d)`` array.
     """
     backend = check_option(backend, "backend", BACKENDS)
     if backend != "auto":
         return backend
-    if keys.shape[1] > 2 or n_queries * keys.shape[0] < AUTO_MIN_PAIRS:
+    pairs = n_queries * keys.shape[0]
+    if keys.shape[1] > 2 or pairs < AUTO_MIN_PAIRS:
         return "exact"
     scale = _default_scale(keys, h2) if scale is None else scale
     try:
-        _layout(keys, keys, _plan(keys.shape[1], h2, tol, scale, target))
+        layout = _layout(keys, keys, _plan(keys.shape[1], h2, tol, scale, target))
     except ValueError:
         return "exact"
-    return "binned"
+    return "binned" if pairs >= AUTO_PAIRS_PER_CELL * np.prod(layout.fft_shape) else "exact"

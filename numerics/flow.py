@@ -18,7 +18,8 @@ Solvers (:data:`SOLVERS`, each with its declared order):
 Kernel sums (``backend``): ``"exact"`` (:mod:`numerics.kernels`, the default), ``"binned"``
 (:mod:`numerics.binned`: grid and FFT, ``d <= 2``, every velocity coordinate within
 ``tol * scale`` of the exact one, ``scale`` the largest coordinate range of the tokens at depth
-0) or ``"auto"`` (binned when ``d <= 2``, ``N >= 4096`` and the grid fits, else exact).
+0) or ``"auto"`` (binned where ``d <= 2``, the grid fits and it is the cheaper path, see
+:func:`numerics.binned.resolve_backend`; else exact).
 """
 
 from __future__ import annotations

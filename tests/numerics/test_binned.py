@@ -251,9 +251,13 @@ def test_bad_plan_and_backend_options():
 
 
 def test_auto_backend_rule():
-    small, large = np.zeros((100, 2)), np.random.default_rng(0).normal(size=(5000, 2))
+    rng = np.random.default_rng(0)
+    small, large = np.zeros((100, 2)), rng.normal(size=(5000, 2))
     assert binned.resolve_backend("auto", 100, small, 0.1) == "exact"
-    assert binned.resolve_backend("auto", 5000, large, 0.1) == "binned"
+    assert binned.resolve_backend("auto", 5000, large[:, :1], 0.1) == "binned"
+    # in 2-D the grid costs about AUTO_PAIRS_PER_CELL exact pairs per cell: exact at 5000 tokens, binned at 40000
+    assert binned.resolve_backend("auto", 5000, large, 0.1) == "exact"
+    assert binned.resolve_backend("auto", 40000, rng.normal(size=(40000, 2)), 0.1) == "binned"
     assert binned.resolve_backend("auto", 5000, np.zeros((5000, 3)), 0.1) == "exact"
     assert binned.resolve_backend("auto", 5000, large, 1e-8, tol=1e-12) == "exact"  # grid too large
     assert binned.resolve_backend("exact", 5000, large, 0.1) == "exact"
