@@ -33,12 +33,16 @@ Implementations (:func:`set_accelerator`, or the environment variable ``ATTNEB_A
   per block one matrix product for the logits, the clipping and the exponentials in place,
   and one matrix product ``W @ [1, k]`` for the sum of the weights and the weighted sum of
   the keys together.
-* ``"numba"`` (optional dependency): the kernels of :mod:`numerics._accel`, which fuse
-  logits, clipping, exponentials and sums over tiles of 1024 keys, with a vectorised
-  exponential; they agree with the numpy path to about 1e-13 relative (the logits are
-  rounded in a different order).
-* ``"auto"`` (the default): numba for ``d <= 8`` when it can be imported, where it is
-  faster; numpy otherwise.
+* ``"numba"`` (optional dependency, extra ``fast``): the kernels of :mod:`numerics._accel`,
+  which fuse logits, clipping, exponentials and sums over tiles of 1024 keys, with a
+  vectorised exponential; they agree with the numpy path to about 1e-13 relative (the logits
+  are rounded in a different order), but they are not bit-reproducible across processes: a
+  kernel compiled in this process and the same kernel loaded from numba's cache by another
+  differ in the last bits (seen at 1e-17), so rows of a sweep would depend on which process ran them.
+* ``"auto"``: numba for ``d <= 8`` when it can be imported, where it is faster; numpy otherwise.
+
+The default is ``"numpy"``, whose results are bit-identical in every process and for every
+number of threads; choose ``"auto"`` or ``"numba"`` for speed where that does not matter.
 
 Tokens attending to themselves (queries equal to keys, as in every Stage-1 layer): the
 kernel is symmetric, so each weight is computed once, on a tile on or above the diagonal,
@@ -98,7 +102,7 @@ _MAX_LANES = 16
 #: First-pass sums below this are recomputed with a running maximum (see the module docstring).
 _MIN_SUM = 1e-200
 
-_accelerator = check_option(os.environ.get("ATTNEB_ACCELERATOR", "auto"), "ATTNEB_ACCELERATOR", ACCELERATORS)
+_accelerator = check_option(os.environ.get("ATTNEB_ACCELERATOR", "numpy"), "ATTNEB_ACCELERATOR", ACCELERATORS)
 _num_threads = 1
 _executor: ThreadPoolExecutor | None = None
 

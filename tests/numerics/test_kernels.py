@@ -1,3 +1,4 @@
+import os
 import sys
 
 import numpy as np
@@ -319,3 +320,22 @@ def test_vectorised_exponential_matches_numpy_to_2_ulp():
     got = np.array([exp_nonpositive(v) for v in x])
     np.testing.assert_array_less(np.abs(got - np.exp(x)), 2.5 * np.spacing(np.exp(x)))
     assert exp_nonpositive(-708.5) == exp_nonpositive(-1e300) == exp_nonpositive(-708.0)
+
+
+def test_default_path_is_bit_identical_in_a_fresh_process():
+    """The default accelerator gives the same bits in another process (sweep rows depend on it)."""
+    import subprocess
+
+    code = ("import numpy as np, sys; from numerics import kernels; "
+            "x = np.random.default_rng(0).normal(size=(300, 2)); q = np.random.default_rng(1).normal(size=(50, 2)); "
+            "sys.stdout.write(np.concatenate([kernels.kernel_mean(x, x, 0.5).ravel(), "
+            "kernels.kernel_mean(q, x, 0.5).ravel(), kernels.log_kde(q, x, 0.5)]).tobytes().hex())")
+    env = {k: v for k, v in os.environ.items() if k != "ATTNEB_ACCELERATOR"}
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
+            for _ in range(2)]
+    x = np.random.default_rng(0).normal(size=(300, 2))
+    q = np.random.default_rng(1).normal(size=(50, 2))
+    here = np.concatenate([kernels.kernel_mean(x, x, 0.5).ravel(), kernels.kernel_mean(q, x, 0.5).ravel(),
+                           kernels.log_kde(q, x, 0.5)]).tobytes().hex()
+    assert kernels.get_accelerator() == "numpy"
+    assert runs[0] == runs[1] == here
