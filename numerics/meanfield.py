@@ -49,6 +49,14 @@ class VarianceHorizon:
     variances: np.ndarray
 
 
+def _variance_tokens(x0) -> np.ndarray:
+    """``x0`` checked as tokens whose variance is tracked: a finite ``(N, d)`` array with ``N >= 2``."""
+    tokens = check_array(x0, "x0")
+    if tokens.shape[0] < 2:
+        raise ValueError(f"x0 has {tokens.shape[0]} row; a variance needs at least 2 tokens")
+    return tokens
+
+
 def _pooled_variance(tokens: np.ndarray) -> float:
     return float(tokens.var(axis=0, ddof=1).mean())
 
@@ -72,9 +80,7 @@ def variance_horizon(x0, h2, target, *, eta=0.01, max_layers=100_000) -> Varianc
     max_layers : int
         Give up (``RuntimeError``) after this many layers.
     """
-    tokens = check_array(x0, "x0")
-    if tokens.shape[0] < 2:
-        raise ValueError(f"x0 has {tokens.shape[0]} row; a variance needs at least 2 tokens")
+    tokens = _variance_tokens(x0)
     h2 = check_positive(h2, "h2")
     target = check_positive(target, "target")
     eta = check_interval(eta, "eta", 0.0, 1.0, closed="right")
@@ -217,9 +223,7 @@ def token_trajectory(
     backend, tol : str, float
         Kernel path of the layers and its tolerance (see :func:`numerics.flow.particle_flow`).
     """
-    tokens = check_array(x0, "x0")
-    if tokens.shape[0] < 2:
-        raise ValueError(f"x0 has {tokens.shape[0]} row; a variance needs at least 2 tokens")
+    tokens = _variance_tokens(x0)
     h2 = check_positive(h2, "h2")
     layers = check_positive_int(layers, "layers")
     eta = check_interval(eta, "eta", 0.0, 1.0, closed="right")

@@ -145,14 +145,19 @@ def gaussian_horizon(sigma2_value, tau2_value, h2_value):
     return evaluate(gaussian.derivation().result_of(gaussian.T_GAUSS), arguments, positive=arguments)
 
 
+def _bandwidth_and_step(h2_value, eta_value):
+    """``h2 > 0`` and the layer step ``eta`` in (0, 1], checked, as floats."""
+    eta_value = check_positive(eta_value, "eta")
+    if eta_value > 1:
+        raise ValueError(f"eta == {eta_value}, must lie in (0, 1]")
+    return check_positive(h2_value, "h2"), eta_value
+
+
 def _variance_trajectory(sigma2_value, tau2_value, h2_value, eta_value):
     """Yield the variances s_0 = tau2 + sigma2, s_1, ... of the exact layer map until s_l <= tau2."""
     sigma2_value = check_positive(sigma2_value, "sigma2")
     tau2_value = check_positive(tau2_value, "tau2")
-    h2_value = check_positive(h2_value, "h2")
-    eta_value = check_positive(eta_value, "eta")
-    if eta_value > 1:
-        raise ValueError(f"eta == {eta_value}, must lie in (0, 1]")
+    h2_value, eta_value = _bandwidth_and_step(h2_value, eta_value)
     estimate = gaussian_horizon(sigma2_value, tau2_value, h2_value) / eta_value
     if estimate > MAX_LAYERS:
         raise ValueError(f"about {estimate:.3g} layers needed (eta == {eta_value}, h2 == {h2_value}), "
@@ -222,10 +227,7 @@ def gaussian_variance_map(s0_value, h2_value, eta_value, layers):
         ``[s_0, s_1, ..., s_layers]``.
     """
     s0_value = check_positive(s0_value, "s0")
-    h2_value = check_positive(h2_value, "h2")
-    eta_value = check_positive(eta_value, "eta")
-    if eta_value > 1:
-        raise ValueError(f"eta == {eta_value}, must lie in (0, 1]")
+    h2_value, eta_value = _bandwidth_and_step(h2_value, eta_value)
     if isinstance(layers, bool) or not isinstance(layers, int) or not 0 <= layers <= MAX_LAYERS:
         raise ValueError(f"layers == {layers!r}, must be an int in [0, {MAX_LAYERS}]")
     step = _layer_map()
