@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
 import sys
 import time
 from pathlib import Path
@@ -12,22 +14,61 @@ from .studies import default_workers
 __all__ = ["main"]
 
 
+def _load(sources: list[str] | None) -> None:
+    """Import the modules (dotted names) or files (``path/to/file.py``) that register extra claims and checks."""
+    for source in sources or ():
+        if source.endswith(".py") or Path(source).is_file():
+            path = Path(source)
+            if not path.is_file():
+                raise FileNotFoundError(f"--load {source!r}: no such file")
+            spec = importlib.util.spec_from_file_location(f"attneb_user_{path.stem}", path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[spec.name] = module
+            spec.loader.exec_module(module)
+        else:
+            importlib.import_module(source)
+
+
 def _verify(args: argparse.Namespace) -> int:
-    from .report import claim_line, write_report
+    from .power import analyse
+    from .report import claim_line, power_line, write_report
     from .runner import run
 
     mode = "quick" if args.quick else "full"
+    out = Path(args.out)
+    try:
+        _load(args.load)
+    except (ImportError, FileNotFoundError, ValueError) as exc:
+        print(f"attneb verify: {exc}", file=sys.stderr)
+        return 2
     print(f"attneb verify ({mode}): checking claims, one line each as it completes", flush=True)
     start = time.perf_counter()
+    cache: dict = {}
     try:
-        results = run(args.only, quick=args.quick, out=Path(args.out), workers=args.workers,
+        results = run(args.only, quick=args.quick, out=out, workers=args.workers, cache=cache,
                       on_claim=lambda r: print(claim_line(r), flush=True))
     except ValueError as exc:
         print(f"attneb verify: {exc}", file=sys.stderr)
         return 2
-    report = write_report(results, Path(args.out), quick=args.quick, seconds=time.perf_counter() - start)
+    seconds = time.perf_counter() - start
+    power = None
+    power_seconds = 0.0
+    if args.power:
+        write_report(results, out, quick=args.quick, seconds=seconds)
+        print(f"power analysis ({mode}): every check under the true theory and each wrong one", flush=True)
+        start = time.perf_counter()
+        replicates = {"seeds": args.replicates, "subsample": args.replicates} if args.replicates else None
+        power = analyse(args.only, quick=args.quick, out=out, workers=args.workers, cache=cache,
+                        replicates=replicates, on_check=lambda r: print(power_line(r), flush=True))
+        power_seconds = time.perf_counter() - start
+    report = write_report(results, out, quick=args.quick, seconds=seconds, power=power, power_seconds=power_seconds)
     failed = [c["id"] for c in report["claims"] if c["status"] in ("fail", "error")]
-    print(f"report: {Path(args.out) / 'report.md'} and report.json ({report['seconds']:.1f} s)")
+    print(f"report: {out / 'report.md'} and report.json ({report['seconds']:.1f} s"
+          + (f", power analysis {power_seconds:.1f} s)" if power is not None else ")"))
+    if power is not None:
+        weak = [f"{r.claim_id}: {r.check.name}" for r in power if not r.discriminating]
+        print(f"power: {len(power) - len(weak)} of {len(power)} checks meet size <= 0.05 and power >= 0.95"
+              + (f"; below the goal: {'; '.join(weak)}" if weak else ""))
     if failed:
         print(f"FAILED: {', '.join(failed)}")
         return 1
@@ -149,6 +190,16 @@ def add_verify_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=_positive_int, default=default_workers(),
                         help="worker processes of the experiments' sweeps (default: %(default)s, one per core up "
                         "to 2); results do not depend on it")
+    parser.add_argument("--power", action="store_true",
+                        help="after the checks, measure each check's size (how often it fails under the true "
+                        "theory) and power (how often it rejects each registered wrong theory) over replicates; "
+                        "a table in report.md, the numbers in report.json")
+    parser.add_argument("--replicates", type=_positive_int, metavar="R",
+                        help="replicates per randomised check in the power analysis (default: 8/40 quick, "
+                        "30/200 full, for checks with fresh seeds / seed subsets)")
+    parser.add_argument("--load", nargs="+", metavar="MODULE",
+                        help="import these modules or .py files first: they may register claims, checks and "
+                        "alternatives of their own (see README, 'Adding a claim')")
     parser.set_defaults(func=_verify)
 
 

@@ -1,26 +1,57 @@
-"""Claims and the checks that bear on them.
+"""Claims, the checks that bear on them, and the wrong theories each check must reject.
 
-A :class:`Claim` is an id from THEORY.md, a one-sentence statement and its
-assumptions. A check is a function ``check(ctx: Context) -> Evidence`` registered
-against a claim with :func:`check`; it measures something (a residual against a
-tolerance, a fitted rate with its interval, a difference with its interval over
-seeds) and says whether the measurement supports the claim. A check never
-returns a bare boolean: its :class:`Evidence` carries the numbers.
+A :class:`Claim` is an id from THEORY.md, a one-sentence statement and its assumptions. A check
+is a function ``check(ctx: Context) -> Evidence`` registered against a claim with :func:`check`;
+it measures something (a residual against a tolerance, a fitted rate with its interval, a
+difference with its interval over seeds) and says whether the measurement supports the claim. A
+check never returns a bare boolean: its :class:`Evidence` carries the numbers.
+
+Every check names, beside itself, the plausible wrong theories it must reject: each an
+:class:`Alternative` that swaps one or more attributes of the code (a theory evaluator, a
+constant, a numeric routine, or the function that turns stored measurements into the data a
+decision sees) for the wrong version while the check runs. :mod:`proofs_check.power` runs every
+check under the true theory and under each alternative, over replicates of its randomness, and
+reports its size (how often the truth fails) and its power (how often each alternative is
+rejected). The pass criterion is registered with the check (``criterion``), fixed before the run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import dataclasses
+import importlib
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CLAIMS", "Check", "Claim", "Context", "Evidence", "check", "claim"]
+import numpy as np
+
+__all__ = [
+    "CLAIMS",
+    "KINDS",
+    "REPLICATIONS",
+    "SEED_STRIDE",
+    "Alternative",
+    "Check",
+    "Claim",
+    "Context",
+    "Evidence",
+    "Swap",
+    "alternative",
+    "check",
+    "claim",
+    "scaled_output",
+    "swap",
+]
+
+#: Replicate ``r`` of a check with fresh seeds uses its seeds shifted by ``r * SEED_STRIDE``.
+SEED_STRIDE = 100_003
 
 
 @dataclass(frozen=True)
 class Context:
-    """What a check may know about the run: its mode and where results and figures go.
+    """What a check may know about the run: its mode, where results go, and which replicate it is.
 
     Attributes
     ----------
@@ -32,19 +63,56 @@ class Context:
     workers : int
         Worker processes of the experiments' sweeps (their rows do not depend on it; 1 runs
         every run in this process).
+    replicate : int
+        0 in ``attneb verify``. In a power analysis, replicate ``r >= 1`` asks the check to run
+        on an independent draw of its randomness (:meth:`fresh_seeds`), or, for checks whose
+        simulations are stored, on a random subset of a larger pool of seeds
+        (:meth:`subsample_seeds`).
+    pool : int
+        How many times its registered number of seeds a subsampled check simulates (1 in
+        ``attneb verify``; more in a power analysis, so that replicates are subsets of a pool).
+    power : bool
+        True inside a power analysis: checks skip their figures.
     cache : dict
-        Results shared by the checks of one run (a derivation checked once for several claims).
+        Results shared by the checks of one run (a derivation checked once for several claims, a
+        simulation measured once and decided under several theories).
     """
 
     quick: bool
     out: Path
     workers: int = 1
+    replicate: int = 0
+    pool: int = 1
+    power: bool = False
     cache: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def store_path(self) -> Path:
         """SQLite store of the experiments' rows."""
         return self.out / "results.sqlite"
+
+    def fresh_seeds(self, seeds: Sequence[int]) -> list[int]:
+        """The seeds of this replicate: ``seeds`` for replicate 0, else ``seeds`` shifted by ``replicate * SEED_STRIDE``."""
+        return [int(s) + self.replicate * SEED_STRIDE for s in seeds]
+
+    def pool_seeds(self, count: int, start: int = 0) -> list[int]:
+        """Every seed a subsampled check simulates: ``start, ..., start + count * pool - 1``."""
+        return list(range(start, start + count * self.pool))
+
+    def subsample_seeds(self, count: int, start: int = 0) -> list[int]:
+        """The ``count`` seeds of this replicate: the first ``count`` for replicate 0, else a random subset of the pool.
+
+        Averaged over replicates, the pass rate of a decision on these subsets is the U-statistic
+        estimate of its pass rate with ``count`` independent seeds (unbiased, but with the
+        variance of about ``pool`` independent replicates, not of one per subset).
+        """
+        if self.replicate == 0:
+            return list(range(start, start + count))
+        pool = self.pool_seeds(count, start)
+        if len(pool) < count:
+            raise ValueError(f"pool of {len(pool)} seeds is smaller than the {count} a replicate needs")
+        chosen = np.random.default_rng([self.replicate, count, start]).choice(pool, size=count, replace=False)
+        return sorted(int(s) for s in chosen)
 
 
 @dataclass(frozen=True)
@@ -77,12 +145,188 @@ class Evidence:
     markdown: str = ""
 
 
+# --------------------------------------------------------------------------------------------
+# Alternatives
+# --------------------------------------------------------------------------------------------
+
+#: Kinds of alternative. ``theory``: a prediction or constant of the theory is swapped (the
+#: measurement is unchanged and may be reused); ``data``: the measured data are replaced by what
+#: the wrong theory would produce (reused measurement, transformed); ``implementation``: a
+#: numeric routine is swapped, so the measurement itself must be made again (fresh store, one
+#: process).
+KINDS = ("theory", "data", "implementation")
+
+
+_INHERITED = object()
+
+
+def _resolve(target: str) -> tuple[Any, str]:
+    """``"package.module:attr"`` or ``"package.module:Class.attr"`` -> (owner object, attribute name)."""
+    module_name, sep, path = target.partition(":")
+    if not sep or not path:
+        raise ValueError(f"swap target {target!r} must read 'package.module:attribute' (or ':Class.attribute')")
+    owner: Any = importlib.import_module(module_name)
+    *parents, attribute = path.split(".")
+    for parent in parents:
+        owner = getattr(owner, parent)
+    if not hasattr(owner, attribute):
+        raise AttributeError(f"swap target {target!r}: {owner!r} has no attribute {attribute!r}")
+    return owner, attribute
+
+
+@dataclass(frozen=True)
+class Swap:
+    """Replace ``target`` (``"package.module:attr"``) by ``make(real)`` while an alternative is applied."""
+
+    target: str
+    make: Callable[[Any], Any]
+
+
+def swap(target: str, make: Callable[[Any], Any]) -> Swap:
+    """A :class:`Swap` of ``target`` by ``make(real_value)``; use ``lambda real: value`` for a constant."""
+    return Swap(target, make)
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """A plausible wrong theory (or implementation) that a check must reject.
+
+    Attributes
+    ----------
+    name : str
+        Short name, e.g. ``"horizon correction 1/4"``.
+    description : str
+        What is swapped, in words.
+    swaps : tuple of Swap
+        The attributes replaced while the alternative is applied.
+    kind : str
+        One of :data:`KINDS`.
+    """
+
+    name: str
+    description: str
+    swaps: tuple[Swap, ...]
+    kind: str = "theory"
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"kind == {self.kind!r}; must be one of {KINDS}")
+        if not self.swaps:
+            raise ValueError(f"alternative {self.name!r} swaps nothing; give at least one swap()")
+
+    @contextlib.contextmanager
+    def applied(self) -> Iterator[None]:
+        """Within the block the swapped attributes hold the wrong versions; restored on exit."""
+        saved = []
+        try:
+            for s in self.swaps:
+                owner, attribute = _resolve(s.target)
+                # a class keeps its own descriptor (or none, when the attribute is inherited)
+                real = owner.__dict__.get(attribute, _INHERITED) if isinstance(owner, type) else getattr(owner, attribute)
+                saved.append((owner, attribute, real))
+                setattr(owner, attribute, s.make(getattr(owner, attribute)))
+            yield
+        finally:
+            for owner, attribute, real in reversed(saved):
+                if real is _INHERITED:
+                    delattr(owner, attribute)
+                else:
+                    setattr(owner, attribute, real)
+
+
+def alternative(name: str, description: str, *swaps: Swap, kind: str = "theory") -> Alternative:
+    """Build an :class:`Alternative` from its swaps."""
+    return Alternative(name, description, tuple(swaps), kind)
+
+
+def _scaled(value, factor: float):
+    if isinstance(value, (bool, str)) or value is None:
+        return value
+    if isinstance(value, (int, float, np.ndarray, np.floating, np.integer)):
+        return value * factor
+    if isinstance(value, tuple) and not hasattr(value, "_fields"):
+        return tuple(_scaled(v, factor) for v in value)
+    if isinstance(value, list):
+        return [_scaled(v, factor) for v in value]
+    if dataclasses.is_dataclass(value):
+        return dataclasses.replace(value, **{f.name: _scaled(getattr(value, f.name), factor)
+                                             for f in dataclasses.fields(value) if f.init})
+    raise TypeError(f"cannot scale an output of type {type(value).__name__}")
+
+
+def scaled_output(target: str, factor: float = 1.01, *, kind: str = "implementation") -> Alternative:
+    """The alternative "``target`` is off by ``factor``": every number it returns multiplied by ``factor``.
+
+    Used for coverage: a check covers a function when a 1% error in its output fails the check.
+    """
+    def make(real):
+        def wrong(*args, **kwargs):
+            return _scaled(real(*args, **kwargs), factor)
+        return wrong
+
+    short = target.split(":")[-1]
+    return alternative(f"{(factor - 1) * 100:+g}% error in {short}",
+                       f"every number {target} returns multiplied by {factor:g}", swap(target, make), kind=kind)
+
+
+# --------------------------------------------------------------------------------------------
+# Claims and checks
+# --------------------------------------------------------------------------------------------
+
+#: How a check's randomness is replicated in a power analysis: ``none`` (deterministic: one run
+#: under each theory decides), ``seeds`` (replicate ``r`` draws fresh seeds, ``ctx.fresh_seeds``)
+#: or ``subsample`` (replicate ``r`` decides on a random subset of a stored pool of seeds,
+#: ``ctx.subsample_seeds``).
+REPLICATIONS = ("none", "seeds", "subsample")
+
+AlternativeList = Sequence[Alternative] | Callable[[], Sequence[Alternative]]
+
+
 @dataclass(frozen=True)
 class Check:
-    """A named measurement bearing on a claim."""
+    """A named measurement bearing on a claim, with its criterion and the wrong theories it must reject.
+
+    Attributes
+    ----------
+    name : str
+    func : callable
+        ``func(ctx) -> Evidence``.
+    criterion : str
+        The pass criterion in words, fixed before the run.
+    alternatives : sequence of Alternative, or a callable returning one
+        Plausible wrong theories the check must reject (a callable is called when they are
+        needed, for alternatives that are costly to build, such as mutated derivations).
+    covers : tuple of str
+        Public functions (``"package.module:attr"``) whose 1% error this check fails; each is also
+        a power alternative (:func:`scaled_output`).
+    replication : str
+        One of :data:`REPLICATIONS`.
+    gating : bool
+        False for a superseded criterion kept in the report: its result is shown, the claim's
+        status does not depend on it.
+    note : str
+        Shown beside the check (e.g. which check supersedes it, or what it cannot tell apart).
+    """
 
     name: str
     func: Callable[[Context], Evidence]
+    criterion: str = ""
+    alternatives: AlternativeList = ()
+    covers: tuple[str, ...] = ()
+    replication: str = "none"
+    gating: bool = True
+    note: str = ""
+
+    def describe_alternatives(self) -> list[str]:
+        """Names of the wrong theories, without building generated ones (a callable is described, not called)."""
+        listed = ["generated: " + (self.alternatives.__doc__ or "built when needed").strip().splitlines()[0]] \
+            if callable(self.alternatives) else [a.name for a in self.alternatives]
+        return listed + [f"+1% error in {target.split(':')[-1]}" for target in self.covers]
+
+    def wrong_theories(self) -> list[Alternative]:
+        """The registered alternatives followed by the 1% errors of the covered functions."""
+        listed = self.alternatives() if callable(self.alternatives) else self.alternatives
+        return list(listed) + [scaled_output(target) for target in self.covers]
 
 
 @dataclass
@@ -110,13 +354,32 @@ def claim(id: str, title: str, statement: str, assumptions: tuple[str, ...] = ()
 CheckFunc = Callable[[Context], Evidence]
 
 
-def check(claim_id: str, name: str) -> Callable[[CheckFunc], CheckFunc]:
-    """Decorator registering ``func(ctx) -> Evidence`` as a check of claim ``claim_id``."""
+def check(
+    claim_id: str,
+    name: str,
+    *,
+    criterion: str = "",
+    alternatives: AlternativeList = (),
+    covers: Sequence[str] = (),
+    replication: str = "none",
+    gating: bool = True,
+    note: str = "",
+) -> Callable[[CheckFunc], CheckFunc]:
+    """Decorator registering ``func(ctx) -> Evidence`` as a check of claim ``claim_id``.
+
+    See :class:`Check` for the keyword arguments. Targets in ``covers`` and in the swaps of
+    ``alternatives`` are resolved when the alternative is applied, not here.
+    """
+    if replication not in REPLICATIONS:
+        raise ValueError(f"replication == {replication!r}; must be one of {REPLICATIONS}")
 
     def register(func: CheckFunc) -> CheckFunc:
         if claim_id not in CLAIMS:
             raise ValueError(f"unknown claim id {claim_id!r}; register it with claim() first")
-        CLAIMS[claim_id].checks.append(Check(name, func))
+        if any(c.name == name for c in CLAIMS[claim_id].checks):
+            raise ValueError(f"claim {claim_id!r} already has a check named {name!r}")
+        CLAIMS[claim_id].checks.append(Check(name, func, criterion, alternatives, tuple(covers), replication,
+                                             gating, note))
         return func
 
     return register

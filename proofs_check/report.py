@@ -1,9 +1,10 @@
-"""Write the results of a verify run as ``report.json`` and ``report.md``."""
+"""Write the results of a verify run (and of its power analysis) as ``report.json`` and ``report.md``."""
 
 from __future__ import annotations
 
 import json
 import platform
+from collections import defaultdict
 from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
@@ -12,18 +13,21 @@ import numpy as np
 import scipy
 import sympy
 
+from .power import GOAL_POWER, GOAL_SIZE, CheckPower
+from .registry import CLAIMS
 from .runner import ClaimResult
 
-__all__ = ["claim_line", "report_dict", "write_report"]
+__all__ = ["claim_line", "coverage_map", "power_line", "report_dict", "write_report"]
 
 
 def _evidence_text(result: ClaimResult) -> str:
     parts = []
     for c in result.checks:
+        prefix = "" if c.check.gating else "[superseded] "
         if c.evidence is not None:
-            parts.append(c.evidence.summary)
+            parts.append(prefix + c.evidence.summary)
         else:
-            parts.append(f"{c.name}: raised {c.error.strip().splitlines()[-1]}")
+            parts.append(f"{prefix}{c.name}: raised {c.error.strip().splitlines()[-1]}")
     return " | ".join(parts) if parts else "no check registered yet"
 
 
@@ -32,9 +36,38 @@ def claim_line(result: ClaimResult) -> str:
     return f"{result.claim.id:<4} {result.status.upper():<9} {_evidence_text(result)}"
 
 
-def report_dict(results: list[ClaimResult], *, quick: bool, seconds: float) -> dict:
-    """The JSON report: run metadata and, under ``claims``, one object per claim."""
+def power_line(result: CheckPower) -> str:
+    """One line per check of a power analysis: size, and the power against each alternative."""
+    powers = ", ".join(f"{name} {rate.rate:.2f}" for name, (_, rate) in result.power.items()) or "no alternative"
+    verdict = "discriminating" if result.discriminating else "WEAK"
+    return (f"{result.claim_id:<4} {verdict:<14} {result.check.name[:60]}: size {result.size.rate:.2f} "
+            f"({result.replicates} replicates); power: {powers}")
+
+
+def coverage_map() -> dict[str, list[str]]:
+    """Function -> the checks (``"claim: check"``) whose ``covers`` name it: a 1% error in it fails them."""
+    covered = defaultdict(list)
+    for claim in CLAIMS.values():
+        for chk in claim.checks:
+            for target in chk.covers:
+                covered[target].append(f"{claim.id}: {chk.name}")
+    return dict(sorted(covered.items()))
+
+
+def _power_dict(results: list[CheckPower], seconds: float) -> dict:
     return {
+        "goal": {"power": GOAL_POWER, "size": GOAL_SIZE},
+        "seconds": round(seconds, 3),
+        "discriminating": sum(r.discriminating for r in results),
+        "checks": [r.to_dict() for r in results],
+    }
+
+
+def report_dict(results: list[ClaimResult], *, quick: bool, seconds: float,
+                power: list[CheckPower] | None = None, power_seconds: float = 0.0) -> dict:
+    """The JSON report: run metadata, one object per claim under ``claims``, the coverage map, and
+    (after a power analysis) ``power``."""
+    report = {
         "tool": "attneb verify",
         "mode": "quick" if quick else "full",
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -57,6 +90,11 @@ def report_dict(results: list[ClaimResult], *, quick: bool, seconds: float) -> d
                     {
                         "check": c.name,
                         "status": c.status,
+                        "gating": c.check.gating,
+                        "criterion": c.check.criterion,
+                        "note": c.check.note,
+                        "replication": c.check.replication,
+                        "alternatives": c.check.describe_alternatives(),
                         "seconds": round(c.seconds, 3),
                         **(asdict(c.evidence) if c.evidence is not None else {"error": c.error}),
                     }
@@ -65,7 +103,45 @@ def report_dict(results: list[ClaimResult], *, quick: bool, seconds: float) -> d
             }
             for r in results
         ],
+        "coverage": coverage_map(),
     }
+    if power is not None:
+        report["power"] = _power_dict(power, power_seconds)
+    return report
+
+
+def _rate(entry: dict) -> str:
+    if entry["replicates"] == 1:
+        return f"{entry['rate']:.0f}"
+    low, high = entry["ci95"]
+    return f"{entry['rate']:.2f} [{low:.2f}, {high:.2f}]"
+
+
+def _power_markdown(power: dict) -> list[str]:
+    lines = [
+        "", "## Size and power of every check", "",
+        f"Each check was run under the true theory and under each registered wrong theory, over replicates of its "
+        f"randomness. Size: how often it fails under the truth (goal <= {GOAL_SIZE}); power: how often it fails "
+        f"(rejects) under the wrong theory (goal >= {GOAL_POWER}). Intervals are Clopper-Pearson 95% over the "
+        f"independent replicates (for subsampled checks, over the independent seed sets of the pool). "
+        f"{power['discriminating']} of {len(power['checks'])} checks meet both goals ({power['seconds']:.0f} s).",
+        "", "| claim | check | replicates | size | wrong theory (kind) | power |", "|---|---|---|---|---|---|",
+    ]
+    for c in power["checks"]:
+        first = f"| {c['claim']} | {c['check']} | {c['replicates']} | {_rate(c['size'])} |"
+        if not c["power"]:
+            lines.append(first + " (none registered) | |")
+        for i, (name, p) in enumerate(c["power"].items()):
+            mark = "" if p["rate"] >= GOAL_POWER else " **(below goal)**"
+            lead = first if i == 0 else "| | | | |"
+            lines.append(f"{lead} {name} ({p['kind']}) | {_rate(p)}{mark} |")
+    weak = [c for c in power["checks"] if not c["discriminating"]]
+    if weak:
+        lines += ["", "What these checks cannot tell apart (power below the goal, or size above it):", ""]
+        for c in weak:
+            what = ", ".join(c["weak_against"]) or "(no wrong theory registered)"
+            lines.append(f"- {c['claim']} · {c['check']}: size {c['size']['rate']:.2f}; weak against: {what}")
+    return lines
 
 
 def _markdown(report: dict) -> str:
@@ -87,18 +163,32 @@ def _markdown(report: dict) -> str:
             lines.append("No check is registered for this claim yet.")
         for e in c["evidence"]:
             detail = e.get("summary") or "raised:\n\n```\n" + e["error"] + "```"
-            lines.append(f"- **{e['check']}** ({e['status']}, {e.get('kind', 'error')}, {e['seconds']:.2f} s): {detail}")
+            superseded = "" if e["gating"] else "superseded, not gating; "
+            lines.append(f"- **{e['check']}** ({superseded}{e['status']}, {e.get('kind', 'error')}, "
+                         f"{e['seconds']:.2f} s): {detail}")
+            if e["criterion"]:
+                lines.append(f"  - criterion (fixed before the run): {e['criterion']}")
+            if e["note"]:
+                lines.append(f"  - note: {e['note']}")
+            if e["alternatives"]:
+                lines.append("  - must reject: " + "; ".join(e["alternatives"]))
             if e.get("markdown"):
                 lines += ["", e["markdown"], ""]
             for figure in e.get("figures", ()):
                 lines += ["", f"![{e['check']}]({figure})", ""]
+    if "power" in report:
+        lines += _power_markdown(report["power"])
+    lines += ["", "## Coverage: which checks a 1% error in each function fails", "",
+              "| function | checks |", "|---|---|"]
+    lines += [f"| `{target}` | {'; '.join(checks)} |" for target, checks in report["coverage"].items()]
     return "\n".join(lines) + "\n"
 
 
-def write_report(results: list[ClaimResult], out: Path, *, quick: bool, seconds: float) -> dict:
+def write_report(results: list[ClaimResult], out: Path, *, quick: bool, seconds: float,
+                 power: list[CheckPower] | None = None, power_seconds: float = 0.0) -> dict:
     """Write ``report.json`` and ``report.md`` into ``out`` (created if needed); return the dict."""
     out.mkdir(parents=True, exist_ok=True)
-    report = report_dict(results, quick=quick, seconds=seconds)
+    report = report_dict(results, quick=quick, seconds=seconds, power=power, power_seconds=power_seconds)
     (out / "report.json").write_text(json.dumps(report, indent=2, default=float) + "\n")
     (out / "report.md").write_text(_markdown(report))
     return report

@@ -12,23 +12,28 @@ from . import claims as _claims  # noqa: F401  (registers C1-C10)
 from . import convergence_checks as _convergence_checks  # noqa: F401  (registers E1, E2, E4, E5)
 from . import meanfield_checks as _meanfield_checks  # noqa: F401  (registers G1, G2, S1 simulations)
 from . import numeric_checks as _numeric_checks  # noqa: F401  (registers the numeric checks)
+from . import prior_checks as _prior_checks  # noqa: F401  (registers Tweedie and the Bayes risks of every prior)
 from . import stability_checks as _stability_checks  # noqa: F401  (registers E3)
 from . import symbolic_checks as _symbolic_checks  # noqa: F401  (registers the derivations)
 from .registry import CLAIMS, Check, Claim, Context, Evidence
 from .studies import STUDIES
 
-__all__ = ["STUDIES", "CheckResult", "ClaimResult", "run"]
+__all__ = ["STUDIES", "CheckResult", "ClaimResult", "run", "run_check", "select"]
 
 
 @dataclass(frozen=True)
 class CheckResult:
     """Outcome of one check: ``"pass"``, ``"fail"`` or ``"error"`` (it raised)."""
 
-    name: str
+    check: Check
     status: str
     evidence: Evidence | None
     error: str | None
     seconds: float
+
+    @property
+    def name(self) -> str:
+        return self.check.name
 
 
 @dataclass(frozen=True)
@@ -40,8 +45,12 @@ class ClaimResult:
 
     @property
     def status(self) -> str:
-        """``"unchecked"`` with no checks, else ``"error"`` > ``"fail"`` > ``"pass"``."""
-        statuses = {c.status for c in self.checks}
+        """``"unchecked"`` with no gating check, else ``"error"`` > ``"fail"`` > ``"pass"`` over the gating checks.
+
+        A superseded check (``gating=False``) is reported with its own status but does not
+        decide the claim's.
+        """
+        statuses = {c.status for c in self.checks if c.check.gating}
         if not statuses:
             return "unchecked"
         for worst in ("error", "fail"):
@@ -50,14 +59,24 @@ class ClaimResult:
         return "pass"
 
 
-def _run_check(chk: Check, ctx: Context) -> CheckResult:
+def run_check(chk: Check, ctx: Context) -> CheckResult:
+    """Run one check; an exception is reported as status ``"error"`` with its traceback, never hidden."""
     start = time.perf_counter()
     try:
         evidence = chk.func(ctx)
-    except Exception:  # a crashing check is reported, never hidden
-        return CheckResult(chk.name, "error", None, traceback.format_exc(limit=5), time.perf_counter() - start)
+    except Exception:  # noqa: BLE001 - a crashing check is reported, never hidden
+        return CheckResult(chk, "error", None, traceback.format_exc(limit=5), time.perf_counter() - start)
     status = "pass" if evidence.passed else "fail"
-    return CheckResult(chk.name, status, evidence, None, time.perf_counter() - start)
+    return CheckResult(chk, status, evidence, None, time.perf_counter() - start)
+
+
+def select(ids: Iterable[str] | None) -> list[str]:
+    """Claim ids to run (default: all, in registry order); unknown ids raise ``ValueError``."""
+    selected = list(CLAIMS) if ids is None else list(ids)
+    unknown = [i for i in selected if i not in CLAIMS]
+    if unknown:
+        raise ValueError(f"unknown claim id(s) {unknown}; known: {list(CLAIMS)}")
+    return selected
 
 
 def run(
@@ -67,6 +86,7 @@ def run(
     out: Path = Path("attneb-report"),
     workers: int = 1,
     on_claim: Callable[[ClaimResult], None] | None = None,
+    cache: dict | None = None,
 ) -> list[ClaimResult]:
     """Run the checks of the claims ``ids`` (default: all), in registry order.
 
@@ -82,17 +102,17 @@ def run(
         Worker processes of the experiments' sweeps.
     on_claim : callable, optional
         Called with each :class:`ClaimResult` as soon as it is complete (progress, streaming).
+    cache : dict, optional
+        The run's shared cache (:attr:`Context.cache`); pass one to reuse its contents afterwards
+        (a power analysis decides again on what the run measured).
     """
-    selected = list(CLAIMS) if ids is None else list(ids)
-    unknown = [i for i in selected if i not in CLAIMS]
-    if unknown:
-        raise ValueError(f"unknown claim id(s) {unknown}; known: {list(CLAIMS)}")
+    selected = select(ids)
     out.mkdir(parents=True, exist_ok=True)
-    ctx = Context(quick=quick, out=out, workers=workers)
+    ctx = Context(quick=quick, out=out, workers=workers, cache={} if cache is None else cache)
     results = []
     for claim_id in selected:
         claim = CLAIMS[claim_id]
-        result = ClaimResult(claim, tuple(_run_check(c, ctx) for c in claim.checks))
+        result = ClaimResult(claim, tuple(run_check(c, ctx) for c in claim.checks))
         if on_claim is not None:
             on_claim(result)
         results.append(result)

@@ -1,0 +1,25 @@
+"""Shrunken configurations of E1, E2, E4 and E5 for the tests."""
+
+from proofs_check import convergence_checks
+
+
+def _shrink(monkeypatch, module, name, parts=None, **changes):
+    real = getattr(module, name)
+
+    def small(quick):
+        return {part: {**config, **changes} for part, config in real(quick).items() if parts is None or part in parts}
+
+    monkeypatch.setattr(module, name, small)
+
+
+def shrink_convergence(monkeypatch):
+    real_recovery = convergence_checks.recovery_configs
+    monkeypatch.setattr(convergence_checks, "recovery_configs", lambda quick: {
+        # the power schedule keeps its N: the largest, 131072, is below N_c, as the scope check needs
+        "clusters-power": real_recovery(quick)["clusters-power"],
+        "gaussian-log": {**real_recovery(quick)["gaussian-log"], "n": [256, 1024, 4096], "seeds": {"start": 0, "count": 3}},
+    })
+    _shrink(monkeypatch, convergence_checks, "depth_configs", n=[4096], seeds={"start": 0, "count": 4})
+    _shrink(monkeypatch, convergence_checks, "table_configs", parts=("clusters", "box"), n=[128, 512],
+            seeds={"start": 0, "count": 3})
+    _shrink(monkeypatch, convergence_checks, "clean_configs", n=[128, 512, 2048], seeds={"start": 0, "count": 3})
