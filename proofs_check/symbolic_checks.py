@@ -1,19 +1,30 @@
 """Symbolic evidence: each derivation of :mod:`theory` checked for the claims it bears on.
 
-A derivation bears on the claims its typed-in :class:`theory.Claim` objects name
-(``ref``), plus the toolkit's own claims (G1, S1) for the derivations that establish
-them. :data:`DERIVATION_CLAIMS` spells the mapping out so that importing this module
-does not build the derivations (seconds of sympy); a test keeps it equal to the refs.
-Each derivation is checked once per run (kept in the run's :class:`Context`) and its
-check is registered under every claim it bears on.
+A derivation bears on the claims its typed-in :class:`theory.Claim` objects name (``ref``), plus
+the toolkit's own claims (G1, S1) for the derivations that establish them.
+:data:`DERIVATION_CLAIMS` spells the mapping out so that importing this module does not build the
+derivations (seconds of sympy); a test keeps it equal to the refs. Each derivation is checked once
+per run (kept in the run's :class:`Context`) and its check is registered under every claim it
+bears on by :func:`register_derivation`, which a researcher's own module may call too.
+
+The wrong theories a derivation check must reject are its claims, mutated one at a time
+(:func:`theory.mutations.mutants`): the typed closed form times ``(1 + eps)``, plus ``eps`` times
+a free symbol, with a changed coefficient, and so on. Each mutant replaces the derivation while
+the check runs; a check that still passed would be a claim that holds by construction.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from functools import cache
+
 import theory
 
 from . import claims as _claims  # noqa: F401  (registers the claims these checks attach to)
-from .registry import Context, Evidence, check
+from .registry import Alternative, Context, Evidence, alternative, check, swap
+
+__all__ = ["BUILDERS", "DERIVATION_CLAIMS", "TOOLKIT_REFS", "derivation_evidence", "derivation_refs",
+           "register_derivation"]
 
 #: Derivations whose claims carry no paper id, and the toolkit claim they bear on.
 TOOLKIT_REFS = {"stability": "S1", "gaussian": "G1"}
@@ -31,11 +42,14 @@ DERIVATION_CLAIMS = {
     "stage2": ("C7", "C8", "C9"),
 }
 
+#: Name -> function building the derivation. Read at call time, so that a mutant can stand in.
+BUILDERS: dict[str, Callable[[], theory.Derivation]] = {}
+
 
 def _checked(name: str, ctx: Context):
-    key = ("derivation", name)
+    derivation = BUILDERS[name]()
+    key = ("derivation", name, id(derivation))
     if key not in ctx.cache:
-        derivation = theory.get_derivation(name)
         ctx.cache[key] = (derivation, derivation.check())
     return ctx.cache[key]
 
@@ -62,6 +76,42 @@ def derivation_evidence(name: str, ctx: Context) -> Evidence:
     )
 
 
+def _mutant_alternatives(name: str) -> Callable[[], list[Alternative]]:
+    @cache
+    def build() -> list[Alternative]:
+        """each claim of the derivation mutated in turn (theory.mutations.mutants)"""
+        from theory import mutations  # building mutants needs the derivation anyway
+
+        real = BUILDERS[name]()
+        return [
+            alternative(f"{label}: {mutation}", f"derivation '{name}' with {label} mutated ({mutation})",
+                        swap("proofs_check.symbolic_checks:BUILDERS",
+                             lambda builders, m=mutant: {**builders, name: lambda: m}))
+            for label, mutation, mutant in mutations.mutants(real, kinds=("claim",))
+        ]
+
+    return build
+
+
+def register_derivation(name: str, build: Callable[[], theory.Derivation], claim_ids: Sequence[str]) -> None:
+    """Register derivation ``build()`` as a check of every claim in ``claim_ids``.
+
+    Its wrong theories are its claims mutated one at a time; the check fails when any step or
+    claim fails. ``build`` should cache its result (it is called at every check).
+    """
+    if name in BUILDERS:
+        raise ValueError(f"a derivation named {name!r} is already registered")
+    BUILDERS[name] = build
+    alternatives = _mutant_alternatives(name)
+    for claim_id in claim_ids:
+        check(
+            claim_id, f"derivation '{name}' (sympy)",
+            criterion="every step and every claim reduces to an identity in sympy or, where sympy cannot decide, "
+            "holds at seeded random points in mpmath at 40 digits to a relative 1e-25 (reported as numeric)",
+            alternatives=alternatives,
+        )(lambda ctx, n=name: derivation_evidence(n, ctx))
+
+
 def derivation_refs(name: str) -> set[str]:
     """Claim ids derivation ``name`` bears on, read from the built derivation (slow: builds it)."""
     refs = {c.ref for c in theory.get_derivation(name).claims if c.ref}
@@ -71,5 +121,4 @@ def derivation_refs(name: str) -> set[str]:
 
 
 for _name, _ids in DERIVATION_CLAIMS.items():
-    for _id in _ids:
-        check(_id, f"derivation '{_name}' (sympy)")(lambda ctx, name=_name: derivation_evidence(name, ctx))
+    register_derivation(_name, lambda n=_name: theory.get_derivation(n), _ids)
