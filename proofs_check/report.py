@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import platform
-from collections import defaultdict
 from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
@@ -13,11 +12,12 @@ import numpy as np
 import scipy
 import sympy
 
+from .coverage import coverage_map, uncovered
 from .power import GOAL_POWER, GOAL_SIZE, CheckPower
 from .registry import CLAIMS
 from .runner import ClaimResult
 
-__all__ = ["claim_line", "coverage_map", "power_line", "report_dict", "write_report"]
+__all__ = ["claim_line", "power_line", "report_dict", "write_report"]
 
 
 def _evidence_text(result: ClaimResult) -> str:
@@ -42,16 +42,6 @@ def power_line(result: CheckPower) -> str:
     verdict = "discriminating" if result.discriminating else "WEAK"
     return (f"{result.claim_id:<4} {verdict:<14} {result.check.name[:60]}: size {result.size.rate:.2f} "
             f"({result.replicates} replicates); power: {powers}")
-
-
-def coverage_map() -> dict[str, list[str]]:
-    """Function -> the checks (``"claim: check"``) whose ``covers`` name it: a 1% error in it fails them."""
-    covered = defaultdict(list)
-    for claim in CLAIMS.values():
-        for chk in claim.checks:
-            for target in chk.covers:
-                covered[target].append(f"{claim.id}: {chk.name}")
-    return dict(sorted(covered.items()))
 
 
 def _power_dict(results: list[CheckPower], seconds: float) -> dict:
@@ -104,6 +94,7 @@ def report_dict(results: list[ClaimResult], *, quick: bool, seconds: float,
             for r in results
         ],
         "coverage": coverage_map(),
+        "uncovered": uncovered(),
     }
     if power is not None:
         report["power"] = _power_dict(power, power_seconds)
@@ -179,8 +170,12 @@ def _markdown(report: dict) -> str:
     if "power" in report:
         lines += _power_markdown(report["power"])
     lines += ["", "## Coverage: which checks a 1% error in each function fails", "",
+              "Declared by each check and measured by the power analysis (each is one of its wrong theories).", "",
               "| function | checks |", "|---|---|"]
     lines += [f"| `{target}` | {'; '.join(checks)} |" for target, checks in report["coverage"].items()]
+    if report["uncovered"]:
+        lines += ["", "Functions feeding the report that no check covers yet: "
+                  + ", ".join(f"`{t}`" for t in report["uncovered"]) + "."]
     return "\n".join(lines) + "\n"
 
 
