@@ -66,8 +66,9 @@ def _verify(args: argparse.Namespace) -> int:
     print(f"report: {out / 'report.md'} and report.json ({report['seconds']:.1f} s"
           + (f", power analysis {power_seconds:.1f} s)" if power is not None else ")"))
     if power is not None:
-        weak = [f"{r.claim_id}: {r.check.name}" for r in power if not r.discriminating]
-        print(f"power: {len(power) - len(weak)} of {len(power)} checks meet size <= 0.05 and power >= 0.95"
+        weak = [f"{r.claim_id}: {r.check.name}" for r in power if not r.meets_goal]
+        print(f"power: {len(power) - len(weak)} of {len(power)} checks meet size <= 0.05 and power >= 0.95 by their "
+              f"point estimates, {sum(r.meets_goal_at_95 for r in power)} by their 95% bounds"
               + (f"; below the goal: {'; '.join(weak)}" if weak else ""))
     if failed:
         print(f"FAILED: {', '.join(failed)}")

@@ -26,6 +26,8 @@ REPORT_FUNCTIONS: dict[str, tuple[str, ...]] = {
         "numerics.kernels:kde_score",
         "numerics.binned:kernel_mean",
         "numerics.binned:kde_score",
+        "numerics.flow:particle_flow",
+        "numerics.flow:leading_horizon",
     ),
     "priors": tuple(f"numerics.priors:{cls}.{method}" for cls in _PRIORS for method in _PRIOR_METHODS),
     "estimators and baselines": (

@@ -7,8 +7,10 @@ the check under the true theory and under each registered :class:`~proofs_check.
 * the **size**: the fraction of replicates in which the check *fails* under the true theory (a
   false alarm; 0 for a deterministic check that passes);
 * the **power** against each alternative: the fraction of replicates in which the check *fails*
-  (rejects the wrong theory) while the alternative is applied. A check that raises counts as
-  failing, and the error is recorded.
+  (rejects the wrong theory) while the alternative is applied. A run that raises is not counted
+  as a rejection: it is recorded, and an alternative with such runs counts as not measured
+  (a swap with a typo must not pass for power). Under the true theory a raising run counts as a
+  failure, as it does in ``attneb verify``.
 
 How replicates are made follows the check's ``replication``:
 
@@ -32,7 +34,11 @@ store of their own and one process (swaps do not reach worker processes).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import math
 import re
+import shutil
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +49,7 @@ from tqdm import tqdm
 from .registry import CLAIMS, Alternative, Check, Context
 from .runner import run_check, select
 
-__all__ = ["GOAL_POWER", "GOAL_SIZE", "REPLICATES", "CheckPower", "Rate", "analyse"]
+__all__ = ["GOAL_POWER", "GOAL_SIZE", "REPLICATES", "CheckPower", "Rate", "analyse", "check_power", "clear_numeric_caches"]
 
 #: The goals of a discriminating check.
 GOAL_POWER = 0.95
@@ -57,12 +63,19 @@ REPLICATES = {
 
 @dataclass(frozen=True)
 class Rate:
-    """``count`` failures in ``trials`` replicates, with a Clopper-Pearson 95% interval over ``effective`` trials."""
+    """``count`` failures (a raising check excluded) in ``trials`` runs, and the runs that raised.
+
+    The interval is Clopper-Pearson 95% over ``effective`` independent replicates: ``trials`` for
+    independent seeds; the number of independent seed sets of the pool for subsampled checks,
+    whose rate (a mean over overlapping subsets) is rounded down for the lower bound and up for
+    the upper one. A deterministic check (``exact``) has no randomness: its rate is exact.
+    """
 
     count: int
     trials: int
     effective: int
     errors: tuple[str, ...] = ()
+    exact: bool = False
 
     @property
     def rate(self) -> float:
@@ -70,16 +83,20 @@ class Rate:
 
     @property
     def interval(self) -> tuple[float, float]:
+        """Clopper-Pearson 95% interval; the rate itself for a deterministic check (``exact``)."""
+        if self.exact:
+            return self.rate, self.rate
         n = self.effective
-        k = round(self.rate * n)
-        low = 0.0 if k == 0 else float(stats.beta.ppf(0.025, k, n - k + 1))
-        high = 1.0 if k == n else float(stats.beta.ppf(0.975, k + 1, n - k))
+        k_low, k_high = math.floor(self.rate * n + 1e-9), math.ceil(self.rate * n - 1e-9)
+        low = 0.0 if k_low == 0 else float(stats.beta.ppf(0.025, k_low, n - k_low + 1))
+        high = 1.0 if k_high == n else float(stats.beta.ppf(0.975, k_high + 1, n - k_high))
         return low, high
 
     def to_dict(self) -> dict:
         low, high = self.interval
-        return {"failures": self.count, "replicates": self.trials, "effective_replicates": self.effective,
-                "rate": self.rate, "ci95": [low, high], "errors": list(self.errors)}
+        return {"failures": self.count, "runs": self.trials, "effective_replicates": self.effective,
+                "rate": self.rate, "ci95": [low, high], "exact": self.exact, "errors": len(self.errors),
+                "error_messages": list(dict.fromkeys(self.errors))[:5]}
 
 
 @dataclass(frozen=True)
@@ -95,27 +112,44 @@ class CheckPower:
 
     @property
     def weak_against(self) -> list[str]:
-        """Alternatives the check rejects less often than :data:`GOAL_POWER`."""
-        return [name for name, (_, r) in self.power.items() if r.rate < GOAL_POWER]
+        """Alternatives rejected less often than :data:`GOAL_POWER`, or whose runs raised (not measured)."""
+        return [name for name, (_, r) in self.power.items() if r.rate < GOAL_POWER or r.errors]
 
     @property
-    def discriminating(self) -> bool:
-        """Power >= GOAL_POWER against every alternative and size <= GOAL_SIZE, with at least one alternative."""
-        return bool(self.power) and not self.weak_against and self.size.rate <= GOAL_SIZE
+    def meets_goal(self) -> bool:
+        """Point estimates: power >= GOAL_POWER against every alternative (none raising), size <= GOAL_SIZE."""
+        return bool(self.power) and not self.weak_against and self.size.rate <= GOAL_SIZE and not self.size.errors
+
+    @property
+    def meets_goal_at_95(self) -> bool:
+        """The same on the 95% bounds: every power's lower bound >= GOAL_POWER, the size's upper bound <= GOAL_SIZE."""
+        return self.meets_goal and self.size.interval[1] <= GOAL_SIZE and all(
+            r.interval[0] >= GOAL_POWER for _, r in self.power.values())
 
     def to_dict(self) -> dict:
         return {
             "claim": self.claim_id, "check": self.check.name, "replication": self.check.replication,
-            "replicates": self.replicates, "method": self.method, "criterion": self.check.criterion,
-            "size": self.size.to_dict(),
+            "replicates": self.replicates, "effective_replicates": self.size.effective, "method": self.method,
+            "criterion": self.check.criterion, "size": self.size.to_dict(),
             "power": {name: {"kind": alt.kind, "description": alt.description, **r.to_dict()}
                       for name, (alt, r) in self.power.items()},
-            "discriminating": self.discriminating, "weak_against": self.weak_against,
+            "meets_goal": self.meets_goal, "meets_goal_at_95": self.meets_goal_at_95, "weak_against": self.weak_against,
         }
 
 
 def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower()[:60] or "alternative"
+    """A folder name for ``text``: readable, and unique (a hash of the whole text)."""
+    readable = re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower()[:40]
+    return f"{readable}-{hashlib.sha256(text.encode()).hexdigest()[:10]}"
+
+
+def clear_numeric_caches() -> None:
+    """Empty the memoised functions of :mod:`numerics` (a swapped routine must not meet values cached before)."""
+    for name, module in list(sys.modules.items()):
+        if name == "numerics" or name.startswith("numerics."):
+            for value in vars(module).values():
+                if callable(getattr(value, "cache_clear", None)):
+                    value.cache_clear()
 
 
 def _scheme(chk: Check, mode: str, replicates: dict | None) -> tuple[int, int, str]:
@@ -131,10 +165,11 @@ def _scheme(chk: Check, mode: str, replicates: dict | None) -> tuple[int, int, s
                      f"(interval over {pool} independent seed sets)")
 
 
-def _failed(chk: Check, ctx: Context) -> tuple[bool, str | None]:
+def _outcome(chk: Check, ctx: Context) -> tuple[bool, str | None]:
+    """``(failed, error)``: whether the check failed, and the last line of its traceback if it raised."""
     result = run_check(chk, ctx)
     if result.status == "error":
-        return True, result.error.strip().splitlines()[-1]
+        return False, result.error.strip().splitlines()[-1]
     return result.status == "fail", None
 
 
@@ -182,26 +217,36 @@ def check_power(
     for alt in alternatives:
         if alt.kind == "implementation":
             folder = out / "power" / _slug(chk.name) / _slug(alt.name)
-            folder.mkdir(parents=True, exist_ok=True)
+            shutil.rmtree(folder, ignore_errors=True)  # stored runs are keyed by configuration, not by code
+            folder.mkdir(parents=True)
             contexts[alt.name] = dataclasses.replace(shared, out=folder, workers=1, cache={})
         else:
             contexts[alt.name] = shared
     for r in range(count):
-        failed, error = _failed(chk, dataclasses.replace(shared, replicate=r))
-        fails += failed
+        failed, error = _outcome(chk, dataclasses.replace(shared, replicate=r))
+        # under the truth a raising check is a failure (it fails verify); it is also listed
+        fails += failed or error is not None
         if error:
             errors.append(f"replicate {r}: {error}")
         tick()
         for alt in alternatives:
-            with alt.applied():
-                failed, error = _failed(chk, dataclasses.replace(contexts[alt.name], replicate=r))
+            fresh = alt.kind == "implementation"
+            if fresh:
+                clear_numeric_caches()
+            try:
+                with alt.applied():
+                    failed, error = _outcome(chk, dataclasses.replace(contexts[alt.name], replicate=r))
+            finally:
+                if fresh:
+                    clear_numeric_caches()
             rejections[alt.name][0] += failed
             if error:
                 rejections[alt.name][1].append(f"replicate {r}: {error}")
             tick()
+    exact = chk.replication == "none"
     return CheckPower(
-        claim_id, chk, count, method, Rate(fails, count, effective, tuple(errors)),
-        {alt.name: (alt, Rate(rejections[alt.name][0], count, effective, tuple(rejections[alt.name][1])))
+        claim_id, chk, count, method, Rate(fails, count, effective, tuple(errors), exact),
+        {alt.name: (alt, Rate(rejections[alt.name][0], count, effective, tuple(rejections[alt.name][1]), exact))
          for alt in alternatives},
     )
 

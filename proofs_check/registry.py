@@ -223,15 +223,22 @@ class Alternative:
                 owner, attribute = _resolve(s.target)
                 # a class keeps its own descriptor (or none, when the attribute is inherited)
                 real = owner.__dict__.get(attribute, _INHERITED) if isinstance(owner, type) else getattr(owner, attribute)
+                wrong = s.make(getattr(owner, attribute))
+                setattr(owner, attribute, wrong)
                 saved.append((owner, attribute, real))
-                setattr(owner, attribute, s.make(getattr(owner, attribute)))
             yield
         finally:
+            failures = []
             for owner, attribute, real in reversed(saved):
-                if real is _INHERITED:
-                    delattr(owner, attribute)
-                else:
-                    setattr(owner, attribute, real)
+                try:
+                    if real is _INHERITED:
+                        delattr(owner, attribute)
+                    else:
+                        setattr(owner, attribute, real)
+                except Exception as exc:  # noqa: BLE001 - restore every other swap, then report
+                    failures.append(f"{owner!r}.{attribute}: {exc!r}")
+            if failures:
+                raise RuntimeError("could not restore " + "; ".join(failures))
 
 
 def alternative(name: str, description: str, *swaps: Swap, kind: str = "theory") -> Alternative:
@@ -264,8 +271,7 @@ def scaled_output(target: str, factor: float = 1.01, *, kind: str = "implementat
             return _scaled(real(*args, **kwargs), factor)
         return wrong
 
-    short = target.split(":")[-1]
-    return alternative(f"{(factor - 1) * 100:+g}% error in {short}",
+    return alternative(f"{(factor - 1) * 100:+g}% error in {target}",
                        f"every number {target} returns multiplied by {factor:g}", swap(target, make), kind=kind)
 
 
@@ -321,12 +327,17 @@ class Check:
         """Names of the wrong theories, without building generated ones (a callable is described, not called)."""
         listed = ["generated: " + (self.alternatives.__doc__ or "built when needed").strip().splitlines()[0]] \
             if callable(self.alternatives) else [a.name for a in self.alternatives]
-        return listed + [f"+1% error in {target.split(':')[-1]}" for target in self.covers]
+        return listed + [scaled_output(target).name for target in self.covers]
 
     def wrong_theories(self) -> list[Alternative]:
         """The registered alternatives followed by the 1% errors of the covered functions."""
         listed = self.alternatives() if callable(self.alternatives) else self.alternatives
-        return list(listed) + [scaled_output(target) for target in self.covers]
+        theories = list(listed) + [scaled_output(target) for target in self.covers]
+        names = [a.name for a in theories]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"check {self.name!r} has several wrong theories named {duplicates}; names must differ")
+        return theories
 
 
 @dataclass

@@ -36,19 +36,27 @@ def claim_line(result: ClaimResult) -> str:
     return f"{result.claim.id:<4} {result.status.upper():<9} {_evidence_text(result)}"
 
 
+def _verdict(meets: bool, at_95: bool) -> str:
+    return "goal at 95%" if at_95 else "goal (point)" if meets else "BELOW GOAL"
+
+
 def power_line(result: CheckPower) -> str:
     """One line per check of a power analysis: size, and the power against each alternative."""
-    powers = ", ".join(f"{name} {rate.rate:.2f}" for name, (_, rate) in result.power.items()) or "no alternative"
-    verdict = "discriminating" if result.discriminating else "WEAK"
-    return (f"{result.claim_id:<4} {verdict:<14} {result.check.name[:60]}: size {result.size.rate:.2f} "
-            f"({result.replicates} replicates); power: {powers}")
+    def one(name, rate):
+        return f"{name} {rate.rate:.2f}" + (f" ({len(rate.errors)} runs raised: not measured)" if rate.errors else "")
+
+    powers = ", ".join(one(name, rate) for name, (_, rate) in result.power.items()) or "no alternative"
+    return (f"{result.claim_id:<4} {_verdict(result.meets_goal, result.meets_goal_at_95):<13} {result.check.name[:60]}: "
+            f"size {result.size.rate:.2f} ({result.replicates} replicates, {result.size.effective} independent); "
+            f"power: {powers}")
 
 
 def _power_dict(results: list[CheckPower], seconds: float) -> dict:
     return {
         "goal": {"power": GOAL_POWER, "size": GOAL_SIZE},
         "seconds": round(seconds, 3),
-        "discriminating": sum(r.discriminating for r in results),
+        "meet_goal": sum(r.meets_goal for r in results),
+        "meet_goal_at_95": sum(r.meets_goal_at_95 for r in results),
         "checks": [r.to_dict() for r in results],
     }
 
@@ -102,10 +110,9 @@ def report_dict(results: list[ClaimResult], *, quick: bool, seconds: float,
 
 
 def _rate(entry: dict) -> str:
-    if entry["replicates"] == 1:
-        return f"{entry['rate']:.0f}"
-    low, high = entry["ci95"]
-    return f"{entry['rate']:.2f} [{low:.2f}, {high:.2f}]"
+    text = f"{entry['rate']:.0f}" if entry["exact"] else \
+        f"{entry['rate']:.2f} [{entry['ci95'][0]:.2f}, {entry['ci95'][1]:.2f}]"
+    return text + (f"; {entry['errors']} runs raised: not measured" if entry["errors"] else "")
 
 
 def _power_markdown(power: dict) -> list[str]:
@@ -113,22 +120,25 @@ def _power_markdown(power: dict) -> list[str]:
         "", "## Size and power of every check", "",
         f"Each check was run under the true theory and under each registered wrong theory, over replicates of its "
         f"randomness. Size: how often it fails under the truth (goal <= {GOAL_SIZE}); power: how often it fails "
-        f"(rejects) under the wrong theory (goal >= {GOAL_POWER}). Intervals are Clopper-Pearson 95% over the "
-        f"independent replicates (for subsampled checks, over the independent seed sets of the pool). "
-        f"{power['discriminating']} of {len(power['checks'])} checks meet both goals ({power['seconds']:.0f} s).",
-        "", "| claim | check | replicates | size | wrong theory (kind) | power |", "|---|---|---|---|---|---|",
+        f"(rejects) under the wrong theory (goal >= {GOAL_POWER}); a run that raised is not counted as a rejection. "
+        "Intervals are Clopper-Pearson 95% over the independent replicates (for subsampled checks, over the "
+        "independent seed sets of the pool, so they are wide); deterministic checks have one run per theory. "
+        f"{power['meet_goal']} of {len(power['checks'])} checks meet both goals by their point estimates, "
+        f"{power['meet_goal_at_95']} by their 95% bounds ({power['seconds']:.0f} s).",
+        "", "| claim | check | replicates (independent) | size | wrong theory (kind) | power |", "|---|---|---|---|---|---|",
     ]
     for c in power["checks"]:
-        first = f"| {c['claim']} | {c['check']} | {c['replicates']} | {_rate(c['size'])} |"
+        first = (f"| {c['claim']} | {c['check']} | {c['replicates']} ({c['effective_replicates']}) | "
+                 f"{_rate(c['size'])} |")
         if not c["power"]:
             lines.append(first + " (none registered) | |")
         for i, (name, p) in enumerate(c["power"].items()):
-            mark = "" if p["rate"] >= GOAL_POWER else " **(below goal)**"
+            mark = "" if p["rate"] >= GOAL_POWER and not p["errors"] else " **(below goal)**"
             lead = first if i == 0 else "| | | | |"
             lines.append(f"{lead} {name} ({p['kind']}) | {_rate(p)}{mark} |")
-    weak = [c for c in power["checks"] if not c["discriminating"]]
+    weak = [c for c in power["checks"] if not c["meets_goal"]]
     if weak:
-        lines += ["", "What these checks cannot tell apart (power below the goal, or size above it):", ""]
+        lines += ["", "What these checks cannot tell apart (power below the goal or not measured, or size above it):", ""]
         for c in weak:
             what = ", ".join(c["weak_against"]) or "(no wrong theory registered)"
             lines.append(f"- {c['claim']} · {c['check']}: size {c['size']['rate']:.2f}; weak against: {what}")
