@@ -170,29 +170,82 @@ def check_sample_moments(prior, rng):
     assert np.all(np.abs(second.mean(axis=0) - (var + mean**2)) <= 5 * se)
 
 
-def check_score_matches_finite_differences(prior, sigma2, rng):
-    """``noisy_score`` = central differences of ``noisy_logpdf`` with step ``h = 1e-4 sqrt(sigma2)``.
+def posterior_width(prior, sigma2):
+    """``W`` with ``|kappa_5| <= 11 W^5`` for each coordinate's posterior: ``|d^5 log p| <= 11 W^5 / sigma2^5``.
 
-    The truncation error is ``h^2 |d^3 log p| / 6``; ``d^3 log p`` is the third posterior
-    cumulant over ``sigma2^3`` (Tweedie), at most ``(L + sd)^3 / sd^6`` for a prior of spread
-    ``L``. Rounding adds ``eps |log p| / h``. The tolerance is 10 times their sum.
+    ``d^k log p / dxt_i^k`` is the ``k``-th cumulant of ``x_i | xt`` over ``sigma2^k`` (``k >= 2``).
+    A posterior within an interval of length ``D`` has ``|mu_k| <= D^k`` and ``kappa_5 = mu_5 -
+    10 mu_3 mu_2``, so ``W = D``: the support's extent in a coordinate (atoms, sphere, box). For a
+    mixture the posterior is the posterior over the means (shrunk towards ``xt``) plus an
+    independent Gaussian (cumulants of order >= 3 vanish): ``W`` = extent of the means; for a
+    Gaussian ``kappa_5 = 0``. The Laplace posterior is strongly log-concave with curvature
+    ``>= 1 / sigma2``, hence sub-Gaussian with variance proxy ``sigma2``: its central moments give
+    ``|kappa_5| <= 113 sd^5 <= 11 (2 sd)^5``.
     """
-    sd = np.sqrt(sigma2)
-    h = 1e-4 * sd
-    spread = np.sqrt(np.sum(prior.moments()[1]))
+    if isinstance(prior, Discrete):
+        return float(np.max(np.ptp(prior.atoms, axis=0)))
+    if isinstance(prior, GaussianMixture):
+        return float(np.max(np.ptp(prior.means, axis=0)))
+    if isinstance(prior, UniformSphere):
+        return 2 * prior.radius
+    if isinstance(prior, UniformBox):
+        return float(np.max(prior.high - prior.low))
+    if isinstance(prior, Laplace):
+        return 2 * np.sqrt(sigma2)
+    if isinstance(prior, Gaussian):
+        return 0.0
+    raise TypeError(type(prior))
+
+
+#: Absolute rounding error of one ``noisy_logpdf`` value, in units of ``eps (10 + |log p|)``: a
+#: few roundings per operation of a log-sum-exp, a special function or a series.
+LOGPDF_ROUNDING = 8.0
+
+
+def five_point_gradient(f, x, step):
+    """``grad f`` by the 4th-order stencil ``(-f(x + 2h) + 8 f(x + h) - 8 f(x - h) + f(x - 2h)) / (12 h)``."""
+    grad = np.empty_like(x)
+    for i in range(x.shape[1]):
+        e = np.zeros(x.shape[1])
+        e[i] = step
+        grad[:, i] = (-f(x + 2 * e) + 8 * f(x + e) - 8 * f(x - e) + f(x - 2 * e)) / (12 * step)
+    return grad
+
+
+def five_point_tolerance(prior, sigma2, step, logp):
+    """Ten times truncation plus rounding of :func:`five_point_gradient` applied to ``noisy_logpdf``.
+
+    Truncation ``h^4 |f^(5)| / 30`` with ``|f^(5)| <= 11 W^5 / sigma2^5`` (:func:`posterior_width`);
+    rounding ``(1 + 8 + 8 + 1) / 12 = 1.5`` times the error of one ``log p`` over ``h``.
+    """
+    truncation = step**4 * 11 * posterior_width(prior, sigma2) ** 5 / sigma2**5 / 30
+    rounding = 1.5 * LOGPDF_ROUNDING * EPS * (10 + np.abs(logp)) / step
+    return 10 * (truncation + rounding)
+
+
+def check_score_matches_finite_differences(prior, sigma2, rng):
+    """``noisy_score`` = the 5-point gradient of ``noisy_logpdf`` with step ``h = 1e-3 sqrt(sigma2)``.
+
+    The score is the closed-form derivative of the density, computed by its own formula, so this
+    checks one against the other; the tolerance is :func:`five_point_tolerance`.
+    """
+    step = 1e-3 * np.sqrt(sigma2)
     _, xt = _noisy_draws(prior, sigma2, rng, 20)
+    xt = np.concatenate([xt, np.zeros((1, prior.dim)), np.full((1, prior.dim), 10 * prior_scale(prior))])
     logp = prior.noisy_logpdf(xt, sigma2)
-    fd = np.empty_like(xt)
-    for i in range(prior.dim):
-        step = np.zeros(prior.dim)
-        step[i] = h
-        fd[:, i] = (prior.noisy_logpdf(xt + step, sigma2) - prior.noisy_logpdf(xt - step, sigma2)) / (2 * h)
-    tol = 10 * (h**2 * (spread + sd) ** 3 / sd**6 + EPS * (1 + np.abs(logp)) / h)
+    fd = five_point_gradient(lambda x: prior.noisy_logpdf(x, sigma2), xt, step)
+    tol = five_point_tolerance(prior, sigma2, step, logp)
     assert np.all(np.abs(prior.noisy_score(xt, sigma2) - fd) <= tol[:, None])
 
 
 def check_tweedie(prior, sigma2, rng):
-    """``E[x | xt] = xt + sigma2 * grad log p(xt)`` to 1e-9 relative."""
+    """``E[x | xt] = xt + sigma2 * grad log p(xt)`` to 1e-9 relative, each side from its own formula.
+
+    The posterior mean and the score share no arithmetic (each family's Notes), so a wrong
+    posterior mean fails here (``test_tweedie_fails_for_a_wrong_posterior_mean``). Both are closed
+    forms evaluated to ~1e-15 relative; the sum cancels at most ``|xt|`` against ``E[x | xt]``,
+    hence the scale ``|xt| + |E[x | xt]| + scale``, with a margin for the special functions.
+    """
     _, xt = _noisy_draws(prior, sigma2, rng, 200)
     xt = np.concatenate([xt, np.zeros((1, prior.dim)), np.full((1, prior.dim), 10 * prior_scale(prior))])
     pm = prior.posterior_mean(xt, sigma2)
@@ -376,6 +429,66 @@ def test_discrete_empirical_prior_mmse_1d_many_atoms():
     assert abs(loss.mean() - est.value) <= est.error + 5 * loss.std(ddof=1) / np.sqrt(N_SAMPLES)
 
 
+# --- the score and the posterior mean are separate routes --------------------------------------
+
+
+def _at_double_bandwidth(real):
+    return lambda self, xt, sigma2: real(self, xt, 2 * sigma2)
+
+
+def _one_percent_off(real):
+    return lambda self, xt, sigma2: 1.01 * real(self, xt, sigma2)
+
+
+@pytest.mark.parametrize("wrong", [_at_double_bandwidth, _one_percent_off], ids=["bandwidth-2sigma2", "times-1.01"])
+@pytest.mark.parametrize("prior", CASES.values(), ids=CASES.keys())
+def test_tweedie_fails_for_a_wrong_posterior_mean(monkeypatch, prior, wrong):
+    """A posterior mean at bandwidth ``2 sigma2`` (or 1% off) fails the Tweedie check of the battery."""
+    cls = type(prior)
+    monkeypatch.setattr(cls, "_posterior_mean", wrong(cls._posterior_mean))
+    with pytest.raises(AssertionError):
+        check_tweedie(prior, 0.5, np.random.default_rng(SEED))
+
+
+# The routine each posterior mean is computed by, and that routine run at bandwidth 2 sigma2.
+POSTERIOR_MEAN_ROUTINES = {
+    Discrete: (Discrete, "_kernel", _at_double_bandwidth),
+    GaussianMixture: (Discrete, "_kernel", _at_double_bandwidth),  # the attention step over the means
+    UniformSphere: (UniformSphere, "_shrinkage", lambda real: lambda self, kappa: real(self, kappa / 2)),
+    UniformBox: (UniformBox, "_truncation", _at_double_bandwidth),
+    Laplace: (Laplace, "_halves", _at_double_bandwidth),
+}
+
+
+@pytest.mark.parametrize(
+    "prior", [p for p in CASES.values() if type(p) in POSTERIOR_MEAN_ROUTINES],
+    ids=[k for k, p in CASES.items() if type(p) in POSTERIOR_MEAN_ROUTINES],
+)
+def test_a_bug_in_the_posterior_mean_routine_does_not_reach_the_score(monkeypatch, prior):
+    """The referee's case: the posterior mean's own routine broken (bandwidth ``2 sigma2``).
+
+    The score and the log density come from the density, so they do not move, and Tweedie's
+    identity, which would hold if the score were ``(E[x | xt] - xt) / sigma2``, fails.
+    """
+    xt = prior.sample(50, SEED) + np.sqrt(0.5) * np.random.default_rng(SEED).standard_normal((50, prior.dim))
+    score, logp = prior.noisy_score(xt, 0.5), prior.noisy_logpdf(xt, 0.5)
+    owner, name, wrong = POSTERIOR_MEAN_ROUTINES[type(prior)]
+    monkeypatch.setattr(owner, name, wrong(getattr(owner, name)))
+    np.testing.assert_array_equal(prior.noisy_score(xt, 0.5), score)
+    np.testing.assert_array_equal(prior.noisy_logpdf(xt, 0.5), logp)
+    with pytest.raises(AssertionError):
+        check_tweedie(prior, 0.5, np.random.default_rng(SEED))
+
+
+@pytest.mark.parametrize("prior", CASES.values(), ids=CASES.keys())
+def test_finite_differences_fail_for_a_wrong_log_density(monkeypatch, prior):
+    """``log p`` 1% off (its gradient 1% off, wherever ``log p`` itself is) fails the score check."""
+    cls = type(prior)
+    monkeypatch.setattr(cls, "_noisy_logpdf", _one_percent_off(cls._noisy_logpdf))
+    with pytest.raises(AssertionError):
+        check_score_matches_finite_differences(prior, 0.5, np.random.default_rng(SEED))
+
+
 # --- properties (Hypothesis) -------------------------------------------------------------------
 
 
@@ -385,6 +498,31 @@ def test_posterior_mean_nondecreasing_1d(prior, sigma2, reach):
     t = np.linspace(-1, 1, 401)[:, None] * reach * (prior_scale(prior) + np.sqrt(sigma2))
     pm = prior.posterior_mean(t, sigma2)[:, 0]
     assert np.all(np.diff(pm) >= -16 * EPS * (np.abs(t[1:, 0]) + np.abs(pm[1:])))
+
+
+@given(data=st.data())
+def test_tweedie_property(data):
+    """Posterior mean = ``xt + sigma2 * score``, any prior, noise and query out to far tails (as ``check_tweedie``)."""
+    dim = data.draw(st.integers(1, 3))
+    prior = data.draw(priors(dim))
+    sigma2 = data.draw(sigma2s(1e-4, 1e4))
+    xt = data.draw(prior_queries(prior, reach=data.draw(st.sampled_from([3.0, 30.0, 1e3]))))
+    pm = prior.posterior_mean(xt, sigma2)
+    tweedie = xt + sigma2 * prior.noisy_score(xt, sigma2)
+    assert np.all(np.abs(pm - tweedie) <= 1e-9 * (np.abs(xt) + np.abs(pm) + prior_scale(prior)))
+
+
+@given(data=st.data())
+def test_score_is_five_point_gradient_property(data):
+    """Score = 5-point gradient of ``log p`` within :func:`five_point_tolerance`, any prior and noise."""
+    dim = data.draw(st.integers(1, 3))
+    prior = data.draw(priors(dim))
+    sigma2 = data.draw(sigma2s(1e-3, 1e3))
+    xt = data.draw(prior_queries(prior, reach=3.0))
+    step = 1e-3 * np.sqrt(sigma2)
+    fd = five_point_gradient(lambda x: prior.noisy_logpdf(x, sigma2), xt, step)
+    tol = five_point_tolerance(prior, sigma2, step, prior.noisy_logpdf(xt, sigma2))
+    assert np.all(np.abs(prior.noisy_score(xt, sigma2) - fd) <= tol[:, None])
 
 
 @given(data=st.data())
