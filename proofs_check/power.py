@@ -109,6 +109,7 @@ class CheckPower:
     method: str
     size: Rate
     power: dict[str, tuple[Alternative, Rate]]
+    build_error: str | None = None
 
     @property
     def weak_against(self) -> list[str]:
@@ -118,7 +119,8 @@ class CheckPower:
     @property
     def meets_goal(self) -> bool:
         """Point estimates: power >= GOAL_POWER against every alternative (none raising), size <= GOAL_SIZE."""
-        return bool(self.power) and not self.weak_against and self.size.rate <= GOAL_SIZE and not self.size.errors
+        return (bool(self.power) and not self.weak_against and self.size.rate <= GOAL_SIZE and not self.size.errors
+                and self.build_error is None)
 
     @property
     def meets_goal_at_95(self) -> bool:
@@ -134,6 +136,7 @@ class CheckPower:
             "power": {name: {"kind": alt.kind, "description": alt.description, **r.to_dict()}
                       for name, (alt, r) in self.power.items()},
             "meets_goal": self.meets_goal, "meets_goal_at_95": self.meets_goal_at_95, "weak_against": self.weak_against,
+            "build_error": self.build_error,
         }
 
 
@@ -210,7 +213,10 @@ def check_power(
     pool = {**REPLICATES[mode], **(replicates or {})}["pool"] if chk.replication == "subsample" else 1
     shared = Context(quick=quick, out=out, workers=workers, pool=pool, power=True,
                      cache={} if cache is None else cache)
-    alternatives = chk.wrong_theories()
+    try:
+        alternatives, build_error = chk.wrong_theories(), None
+    except Exception as exc:  # noqa: BLE001 - recorded: the check is then not measured against its wrong theories
+        alternatives, build_error = [], f"building its wrong theories raised {type(exc).__name__}: {exc}"
     fails, errors = 0, []
     rejections = {alt.name: [0, []] for alt in alternatives}
     contexts = {}
@@ -248,7 +254,15 @@ def check_power(
         claim_id, chk, count, method, Rate(fails, count, effective, tuple(errors), exact),
         {alt.name: (alt, Rate(rejections[alt.name][0], count, effective, tuple(rejections[alt.name][1]), exact))
          for alt in alternatives},
+        build_error,
     )
+
+
+def _count_wrong_theories(chk: Check) -> int:
+    try:
+        return len(chk.wrong_theories())
+    except Exception:  # noqa: BLE001 - reported by check_power
+        return 0
 
 
 def analyse(
@@ -270,7 +284,7 @@ def analyse(
     mode = "quick" if quick else "full"
     selected = [(claim_id, chk) for claim_id in select(ids) for chk in CLAIMS[claim_id].checks]
     cache = {} if cache is None else cache
-    total = sum(_scheme(chk, mode, replicates)[0] * (1 + len(chk.wrong_theories())) for _, chk in selected)
+    total = sum(_scheme(chk, mode, replicates)[0] * (1 + _count_wrong_theories(chk)) for _, chk in selected)
     results = []
     with tqdm(total=total, desc="power", unit="run", disable=None if progress else True, dynamic_ncols=True) as bar:
         for claim_id, chk in selected:

@@ -140,7 +140,7 @@ def _power_markdown(power: dict) -> list[str]:
     if weak:
         lines += ["", "What these checks cannot tell apart (power below the goal or not measured, or size above it):", ""]
         for c in weak:
-            what = ", ".join(c["weak_against"]) or "(no wrong theory registered)"
+            what = ", ".join(c["weak_against"]) or c["build_error"] or "(no wrong theory registered)"
             lines.append(f"- {c['claim']} · {c['check']}: size {c['size']['rate']:.2f}; weak against: {what}")
     return lines
 

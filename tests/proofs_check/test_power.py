@@ -245,3 +245,15 @@ def test_rate_interval_over_independent_replicates():
     subsampled = power.Rate(20, 120, 3)  # 1/6 of the subsets, over 3 independent seed sets
     low, high = subsampled.interval
     assert low == 0.0 and high == pytest.approx(0.9057, abs=1e-4)  # rounded up: one failure in three
+
+
+def test_a_failing_builder_of_wrong_theories_is_reported(toy_registry, tmp_path):
+    claim("T4", "toy", "a toy claim")
+
+    def broken():
+        """wrong theories that cannot be built"""
+        raise ImportError("no such module")
+
+    check("T4", "lazy", criterion="x", alternatives=broken)(lambda ctx: Evidence(True, "identity", "toy"))
+    [result] = power.analyse(["T4"], quick=True, out=tmp_path, progress=False)
+    assert not result.meets_goal and "ImportError: no such module" in result.build_error
