@@ -11,7 +11,8 @@ them lazily by name::
     >>> report = theory.get_derivation("depth_noise").check()  # doctest: +SKIP
 
 Evaluators of the derived closed forms live in :mod:`theory.depth_noise` and
-:mod:`theory.stability`.
+:mod:`theory.stability`. :mod:`theory.mutations` makes broken copies of a
+derivation (one step or claim changed at a time) that its check must fail.
 """
 
 from __future__ import annotations

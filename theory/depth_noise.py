@@ -78,17 +78,17 @@ def derivation() -> Derivation:
              "its variance is s: the variance-exploding diffusion adds variance at rate 1"),
         Step(sp.Eq(-sp.Derivative(p(x) * flow_velocity, x), sp.Derivative(p(x), x, 2) / 2, evaluate=False),
              "the probability-flow velocity -(1/2) d/dx log p moves p exactly as dp/ds = (1/2) p''"),
-        Step(sp.Eq(sp.Derivative(reversed_kernel, t), -clock * sp.Derivative(reversed_kernel, x, 2), evaluate=False),
+        Step(sp.Eq(sp.Derivative(reversed_kernel, t), -c / 2 * sp.Derivative(reversed_kernel, x, 2), evaluate=False),
              "run backwards on the clock s = s0 - c t: dp/dt = -(c/2) p''"),
         Step(sp.Eq(-clock * sp.Derivative(p(x), x, 2), kappa * h2 * sp.Derivative(p(x), x, 2), evaluate=False),
              "match the small-h2 mean-field equation d rho/dt = -h2 rho'' (theory.mean_field): solve for c",
-             given=(sp.Eq(c, rate),)),
+             given=(sp.Eq(c, rate),), route="substitute"),
         Step(sp.Eq(-c * flow_velocity, h2 * sp.Derivative(sp.log(p(x)), x), evaluate=False),
              "in depth time (dt = -ds/c) the probability-flow velocity is h2 d/dx log p: the mean-field "
              "velocity at leading order", given=(sp.Eq(c, rate),)),
         Step(sp.Eq(variance.subs(t, T_STAR), 0, evaluate=False),
              "noisy tokens have s = sigma2 at t = 0; solve s(T*) = 0 for the horizon T*",
-             given=(sp.Eq(T_STAR, horizon),)),
+             given=(sp.Eq(T_STAR, horizon),), route="substitute"),
     ]
     claims = [
         Claim(sp.Eq(rate, 2 * h2, evaluate=False), "noise variance is removed at rate 2 h2 per unit depth", ref="C5"),

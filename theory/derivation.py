@@ -10,7 +10,8 @@ forms typed in from the paper or THEORY.md) checked against them.
 1. *symbolic*: ``lhs - rhs`` reduces to 0 under ``doit``, ``expand`` or
    ``cancel``; failing those, under ``simplify`` (tried only when a numeric
    evaluation has not already refuted the equation). An equation carrying
-   ``O(x**n)`` holds when the series of ``lhs - rhs`` in ``x`` is ``O(x**n)``.
+   ``O(x**n)`` holds when the series of ``lhs - rhs`` in ``x`` is ``O(x**n)``
+   and every ``O(.)`` of ``lhs`` lies in ``O(x**n)`` (it is read left to right).
    Sums with a symbolic size that sympy cannot reduce in general are
    expanded for the sizes ``1..4``, and the detail says so;
 2. *numeric*: where sympy cannot decide, ``lhs - rhs`` is evaluated with
@@ -20,6 +21,28 @@ forms typed in from the paper or THEORY.md) checked against them.
    evidence, never reported as a proof;
 3. *failed*: a numeric counterexample, a series that is not the stated
    ``O(.)``, or undecided and not evaluable (undefined functions).
+
+``doit`` evaluates integrals, derivatives and limits with sympy's own
+``integrate``, ``diff`` and ``limit``; where the right-hand side was produced
+by that same engine, the check would hold by construction. Such an item names
+a ``route`` (:data:`ROUTES`) that checks it without the engine:
+
+- ``"mpmath"``: every ``Integral`` node by ``mpmath.quad``, every
+  ``Derivative`` by ``mpmath.diff``, every ``Limit`` by ``mpmath.limit``
+  (undefined functions that do not depend on an integration or
+  differentiation variable masked by random constants), at
+  ``QUADRATURE_POINTS`` seeded random points with ``QUADRATURE_DIGITS`` digits,
+  compared with the right-hand side there; reported *numeric*, held to
+  ``QUADRATURE_TOLERANCE``;
+- ``"antiderivative"``: ``Integral(f, x) = F`` (indefinite) by ``dF/dx = f``;
+- ``"sift"``: integrals against Dirac deltas by the sifting property
+  (:func:`~theory._calculus.sift`), not by ``integrate``;
+- ``"substitute"``: a solution (``dsolve``, ``rsolve``, ``solve``) given as
+  ``f(t) = F(t)`` or ``c = C`` is put back into the equation it solves
+  (``f`` replaced everywhere, ``f(0)`` included) and the equation reduced.
+
+The last three hand the transformed sides to the symbolic/numeric checks
+above, and the detail names the route.
 """
 
 from __future__ import annotations
@@ -29,15 +52,20 @@ import random
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 
+import mpmath
 import sympy as sp
 from sympy.core.function import AppliedUndef
 
-from ._calculus import gaussian_integral, series_in
+from ._calculus import mpmath_function, series_in, sift
 
 __all__ = [
     "NUMERIC_DIGITS",
     "NUMERIC_POINTS",
     "NUMERIC_TOLERANCE",
+    "QUADRATURE_DIGITS",
+    "QUADRATURE_POINTS",
+    "QUADRATURE_TOLERANCE",
+    "ROUTES",
     "CheckReport",
     "Claim",
     "Derivation",
@@ -49,8 +77,20 @@ __all__ = [
 NUMERIC_DIGITS = 40
 NUMERIC_POINTS = 6
 NUMERIC_TOLERANCE = 1e-25
+QUADRATURE_DIGITS = 20
+QUADRATURE_POINTS = 4
+QUADRATURE_TOLERANCE = 1e-15
 _SUM_SIZES = (1, 2, 3, 4)
 _GIVEN_PASSES = 4
+
+
+def _validate(item):
+    if item.how is not None and item.how not in PREPARATIONS:
+        raise ValueError(f"how == {item.how!r}, must be one of {sorted(PREPARATIONS)} or None")
+    if item.route is not None and item.route not in ROUTES:
+        raise ValueError(f"route == {item.route!r}, must be one of {sorted(ROUTES)} or None")
+    if item.route == "mpmath" and item.how is not None:
+        raise ValueError("the mpmath route evaluates both sides numerically; drop how")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,21 +105,26 @@ class Step:
         Why the line holds, in one line.
     how : str, optional
         Preparation applied to both sides before they are reduced: a key of
-        ``PREPARATIONS`` (``"gaussian"``: integrals over the real line by
-        :func:`~theory._calculus.gaussian_integral`; ``"sift"``: integrands
-        expanded so Dirac deltas are integrated term by term;
-        ``"split_logs"``: common positive factors pulled out of logarithms;
-        ``"integrals"``: integrals with the same limits in ``lhs - rhs``
-        merged by linearity).
+        ``PREPARATIONS`` (``"split_logs"``: common positive factors pulled out
+        of logarithms; ``"integrals"``: integrals with the same limits in
+        ``lhs - rhs`` merged by linearity).
     given : tuple of sympy.Equality
-        Relations (an ODE, a definition) substituted into both sides, with
-        derivatives re-evaluated between passes, before they are reduced.
+        Relations (an ODE, a definition, a solution) substituted into both
+        sides before they are reduced; without a route, with derivatives
+        re-evaluated between passes.
+    route : str, optional
+        A key of :data:`ROUTES`: how to check the step without the engine
+        that produced its right-hand side. None: the symbolic/numeric checks.
     """
 
     eq: sp.Equality
     reason: str
     how: str | None = None
     given: tuple[sp.Equality, ...] = ()
+    route: str | None = None
+
+    def __post_init__(self):
+        _validate(self)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,7 +139,7 @@ class Claim:
         The claim in words.
     ref : str
         Claim id in THEORY.md (``"C6"``), or ``""`` for the toolkit's own.
-    how, given
+    how, given, route
         As in :class:`Step`.
     """
 
@@ -103,6 +148,10 @@ class Claim:
     ref: str = ""
     how: str | None = None
     given: tuple[sp.Equality, ...] = ()
+    route: str | None = None
+
+    def __post_init__(self):
+        _validate(self)
 
     @property
     def reason(self) -> str:
@@ -163,25 +212,6 @@ class CheckReport:
 # --------------------------------------------------------------------------- checking
 
 
-def _evaluate_integrals(expr):
-    """Evaluate each integral over all of R^n with :func:`gaussian_integral`, one variable at a time."""
-    def over_whole_space(e):
-        return isinstance(e, sp.Integral) and all(lim[1:] == (-sp.oo, sp.oo) for lim in e.limits)
-
-    def evaluate(e):
-        value = e.function
-        for lim in e.limits:
-            value = gaussian_integral(value, lim[0])
-        return value
-
-    return expr.replace(over_whole_space, evaluate)
-
-
-def _expand_integrands(expr):
-    """Expand each integrand, so that integrals of sums of Dirac deltas go term by term."""
-    return expr.replace(lambda e: isinstance(e, sp.Integral), lambda e: e.func(sp.expand(e.function), *e.limits))
-
-
 def _split_logs(expr):
     """Pull common factors out of each log: ``log(c S) = log(c) + log(S)`` where sympy proves c, S > 0."""
     return expr.replace(
@@ -211,8 +241,6 @@ def _merge_integrals(residual):
 
 # name -> (applied to each side, applied to lhs - rhs)
 PREPARATIONS: Mapping[str, tuple[Callable | None, Callable | None]] = {
-    "gaussian": (_evaluate_integrals, None),
-    "sift": (_expand_integrands, None),
     "split_logs": (_split_logs, None),
     "integrals": (None, _merge_integrals),
 }
@@ -257,6 +285,19 @@ def _order_zero(residual) -> bool:
     (var,) = order.variables
     series = series_in(body, var, sp.degree(order.expr, var), order.point[0]).removeO()
     return series == 0 or sp.simplify(series) == 0
+
+
+def _orders_contained(lhs, rhs) -> bool:
+    """True when every ``O(.)`` of ``lhs`` lies in the ``O(.)`` of ``rhs``.
+
+    ``A + O(x**m) = B + O(x**n)`` reads left to right: it can hold only when
+    ``O(x**m)`` is contained in ``O(x**n)`` (``m >= n``).
+    """
+    left = lhs.atoms(sp.Order)
+    if not left:
+        return True
+    right = sp.Add(*rhs.atoms(sp.Order))
+    return right != 0 and all(right.contains(order) is True for order in left)
 
 
 def _reduce(residual, reductions) -> str | None:
@@ -344,8 +385,8 @@ def _prepare(expr, how, given):
     return side(expr) if side else expr
 
 
-def _check_component(lhs, rhs, how, given, seed):
-    """Check ``lhs = rhs`` (scalars); return ``(method, detail, residual)``.
+def _reduce_sides(lhs, rhs, how, given, seed, prefix=""):
+    """The symbolic/numeric checks of ``lhs = rhs``; return ``(method, detail, residual, tolerance)``.
 
     Cheap reductions first; then a numeric evaluation, which fails a false
     equation at once; only then ``simplify`` and the explicit-size sums,
@@ -355,45 +396,204 @@ def _check_component(lhs, rhs, how, given, seed):
     residual = lhs - rhs
     if how and PREPARATIONS[how][1]:
         residual = PREPARATIONS[how][1](residual)
-    prefix = f"{how} + " if how else ""
+    prefix += f"{how} + " if how else ""
     if residual.has(sp.Order):
+        if not _orders_contained(lhs, rhs):
+            return "failed", prefix + "the left side is known only to an O(.) weaker than the stated one", None, None
         if _order_zero(residual):
-            return "symbolic", prefix + "series", 0.0
-        return "failed", "series of lhs - rhs is not the stated O(.)", None
+            return "symbolic", prefix + "series", 0.0, None
+        return "failed", prefix + "series of lhs - rhs is not the stated O(.)", None, None
     residual = _doit(residual)
     name = "doit" if residual == 0 else _reduce(residual, _CHEAP_REDUCTIONS)
     if name:
-        return "symbolic", prefix + name, 0.0
+        return "symbolic", prefix + name, 0.0, None
     value = _numeric(lhs, rhs, seed)
     if value is not None and value > NUMERIC_TOLERANCE:
-        return "failed", f"mpmath residual {value:.3e} > {NUMERIC_TOLERANCE:.0e} at a random point", value
+        return ("failed", prefix + f"mpmath residual {value:.3e} > {NUMERIC_TOLERANCE:.0e} at a random point",
+                value, NUMERIC_TOLERANCE)
     name = _reduce(residual, _COSTLY_REDUCTIONS) or _symbolic_sums(residual)
     if name:
-        return "symbolic", prefix + name, 0.0
+        return "symbolic", prefix + name, 0.0, None
     if value is None:
-        return "failed", "sympy could not decide; lhs - rhs cannot be evaluated numerically", None
-    return "numeric", f"mpmath, {NUMERIC_DIGITS} digits, {NUMERIC_POINTS} seeded random points", value
+        return "failed", prefix + "sympy could not decide; lhs - rhs cannot be evaluated numerically", None, None
+    return ("numeric", prefix + f"mpmath, {NUMERIC_DIGITS} digits, {NUMERIC_POINTS} seeded random points",
+            value, NUMERIC_TOLERANCE)
 
 
-def check_equation(eq, *, how=None, given=(), seed=0):
+# --------------------------------------------------------------------------- routes
+
+
+def _substitute(expr, given):
+    """Put the relations ``given`` into ``expr``.
+
+    A relation ``f(t, ...) = F`` (an undefined function of distinct symbols)
+    replaces the function ``f`` everywhere by ``Lambda((t, ...), F)``, so that
+    ``f(0)`` and ``f(n + 1)`` become ``F`` at those arguments; any other
+    relation is substituted by ``subs``.
+    """
+    for relation in given:
+        lhs = relation.lhs
+        arguments = lhs.args if isinstance(lhs, AppliedUndef) else ()
+        if arguments and all(isinstance(a, sp.Symbol) for a in arguments) and len(set(arguments)) == len(arguments):
+            expr = expr.replace(lhs.func, sp.Lambda(arguments, relation.rhs))
+        else:
+            expr = expr.subs(lhs, relation.rhs)
+    return expr
+
+
+def _sifted(lhs, rhs):
+    return sift(lhs), sift(rhs)
+
+
+def _differentiated(lhs, rhs):
+    """``d/dx`` of both sides, ``x`` the variable of their indefinite integrals (the fundamental theorem)."""
+    integrals = (lhs - rhs).atoms(sp.Integral)
+    variables = {limit[0] for integral in integrals for limit in integral.limits}
+    if not integrals or len(variables) != 1 or any(len(lim) != 1 for i in integrals for lim in i.limits):
+        raise ValueError("needs indefinite integrals in one variable")
+    (variable,) = variables
+    lhs, rhs = sp.diff(lhs, variable), sp.diff(rhs, variable)
+    if (lhs - rhs).has(sp.Integral):
+        raise ValueError("an integral is left after differentiation")
+    return lhs, rhs
+
+
+def _stand_in(atom):
+    """A Dummy with the sign assumptions of ``atom`` (an indexed element or an undefined function)."""
+    for flag in ("positive", "negative", "real"):
+        if getattr(atom, f"is_{flag}"):
+            return sp.Dummy(str(atom), **{flag: True})
+    return sp.Dummy(str(atom), real=True)
+
+
+def _is_undefined(node) -> bool:
+    """True for an undefined function, a derivative of one, or such a derivative at a point (``Subs``)."""
+    if isinstance(node, (sp.Derivative, sp.Subs)):
+        return _is_undefined(node.expr)
+    return isinstance(node, AppliedUndef)
+
+
+def _bound_variables(node) -> set:
+    """Variables an ``Integral``, ``Derivative``, ``Subs`` or ``Limit`` node binds (empty for other nodes)."""
+    if isinstance(node, sp.Limit):
+        return {node.args[1]}
+    if isinstance(node, (sp.Integral, sp.Derivative, sp.Subs)) and not _is_undefined(node):
+        return set(node.variables)
+    return set()
+
+
+def _masked(pair):
+    """``pair`` with indexed elements and undefined functions replaced by Dummies.
+
+    Undefined functions (and their derivatives) are masked only where they do
+    not depend on a variable that an integral, a derivative, a limit or a
+    ``Subs`` binds: there they are constants, and a random value stands for each.
+    """
+    nodes = list(sp.preorder_traversal(pair))
+    bound = set().union(*(_bound_variables(node) for node in nodes))
+    constants = {node for node in nodes if _is_undefined(node) and not node.free_symbols & bound}
+    constants = sorted(constants | pair.atoms(sp.Indexed), key=sp.default_sort_key)
+    return pair.xreplace({a: _stand_in(a) for a in constants})
+
+
+def _mpmath_residual(lhs, rhs, seed: int) -> tuple[float | None, int]:
+    """Largest relative ``|lhs - rhs|`` over random points, both sides by mpmath alone, and the number of points.
+
+    The residual is None when a side cannot be evaluated. Without free
+    symbols there is one point.
+    """
+    pair = _masked(sp.Tuple(lhs, rhs))
+    args = sorted(pair.free_symbols, key=sp.default_sort_key)
+    points = QUADRATURE_POINTS if args else 1
+    rng = random.Random(seed)
+    worst = 0.0
+    with mpmath.workdps(QUADRATURE_DIGITS):
+        try:
+            sides = [mpmath_function(side, args) for side in pair]
+        except ValueError:
+            return None, points
+        for _ in range(points):
+            values = [mpmath.mpf(_random_value(a, rng)) for a in args]
+            try:
+                a, b = (side(*values) for side in sides)
+            except (ArithmeticError, ValueError, TypeError):
+                return None, points
+            if not all(mpmath.isfinite(v) for v in (a, b)):
+                return None, points
+            worst = max(worst, float(abs(a - b) / max(1, abs(a), abs(b))))
+    return worst, points
+
+
+def _check_mpmath(lhs, rhs, seed):
+    value, points = _mpmath_residual(lhs, rhs, seed)
+    if value is None:
+        return ("failed", "mpmath cannot evaluate a side (an undefined function of an integration or "
+                "differentiation variable, an indefinite integral, or a non-finite value)", None, None)
+    if value > QUADRATURE_TOLERANCE:
+        return ("failed", f"mpmath quadrature/differentiation residual {value:.3e} > {QUADRATURE_TOLERANCE:.0e}",
+                value, QUADRATURE_TOLERANCE)
+    where = f"{points} seeded random points" if points > 1 else "the stated point"
+    used = ", ".join(f"mpmath.{name}" for node, name in _MPMATH_NODES if (lhs - rhs).has(node))
+    return ("numeric", f"mpmath quadrature/differentiation, independent of sympy ({used}); "
+            f"{QUADRATURE_DIGITS} digits, {where}", value, QUADRATURE_TOLERANCE)
+
+
+_MPMATH_NODES = ((sp.Integral, "quad"), (sp.Derivative, "diff"), (sp.Limit, "limit"))
+
+
+#: route name -> (label in the detail, transform of the two sides); "mpmath" is numeric only
+ROUTES: Mapping[str, tuple[str, Callable | None]] = {
+    "mpmath": ("mpmath quadrature/differentiation", None),
+    "antiderivative": ("antiderivative: both sides differentiated in the integration variable", _differentiated),
+    "sift": ("sifting of Dirac deltas", _sifted),
+    "substitute": ("substitute-back", None),
+}
+
+
+def _check_component(lhs, rhs, how, given, route, seed):
+    """Check ``lhs = rhs`` (scalars) by ``route``; return ``(method, detail, residual, tolerance)``."""
+    if route is None:
+        return _reduce_sides(lhs, rhs, how, given, seed)
+    lhs, rhs = _substitute(lhs, given), _substitute(rhs, given)
+    if route == "mpmath":
+        return _check_mpmath(lhs, rhs, seed)
+    label, transform = ROUTES[route]
+    if transform:
+        try:
+            lhs, rhs = transform(lhs, rhs)
+        except ValueError as error:
+            return "failed", f"{label} does not apply: {error}", None, None
+    return _reduce_sides(lhs, rhs, how, (), seed, prefix=f"{label} + ")
+
+
+def check_equation(eq, *, how=None, given=(), route=None, seed=0):
     """Check one equation (matrices entry by entry).
+
+    Parameters
+    ----------
+    eq : sympy.Equality
+    how, given, route
+        As in :class:`Step`.
+    seed : int
+        Seed of the random points of the numeric checks.
 
     Returns
     -------
     method : {"symbolic", "numeric", "failed"}
     detail : str
-        The reduction that decided it, or why it failed.
+        The route and reduction that decided it, or why it failed.
     residual, tolerance : float or None
         ``0.0, None`` for symbolic; the worst relative mpmath residual and
-        ``NUMERIC_TOLERANCE`` for numeric (and for a numeric failure).
+        the tolerance it was held to (``NUMERIC_TOLERANCE``, or
+        ``QUADRATURE_TOLERANCE`` on the mpmath route) for numeric, and
+        for a numeric failure.
     """
-    results = [_check_component(lhs, rhs, how, given, seed) for lhs, rhs in _components(eq)]
+    results = [_check_component(lhs, rhs, how, given, route, seed) for lhs, rhs in _components(eq)]
     for method in ("failed", "numeric"):
         hits = [r for r in results if r[0] == method]
         if hits:
-            values = [r[2] for r in hits if r[2] is not None]
-            worst = max(values) if values else None
-            return method, hits[0][1], worst, NUMERIC_TOLERANCE if worst is not None else None
+            worst = max(hits, key=lambda r: -1.0 if r[2] is None else r[2])
+            return method, hits[0][1], worst[2], worst[3]
     return "symbolic", ", ".join(dict.fromkeys(r[1] for r in results)), 0.0, None
 
 
@@ -471,6 +671,12 @@ class Derivation:
         steps[index - 1] = dataclasses.replace(steps[index - 1], eq=eq)
         return Derivation(self.name, self.title, self.symbols, steps, self.results, self.claims)
 
+    def with_claim(self, index: int, eq: sp.Equality) -> Derivation:
+        """Return an unchecked copy whose claim ``index`` (1-based) has equation ``eq``."""
+        claims = list(self.claims)
+        claims[index - 1] = dataclasses.replace(claims[index - 1], eq=eq)
+        return Derivation(self.name, self.title, self.symbols, self.steps, self.results, claims)
+
     def items(self):
         """Yield ``(kind, index, item)`` for the steps, then the claims (1-based)."""
         for i, step in enumerate(self.steps, 1):
@@ -482,7 +688,8 @@ class Derivation:
         """Check step (``kind="step"``) or claim (``kind="claim"``) number ``index``."""
         item = (self.steps if kind == "step" else self.claims)[index - 1]
         seed = zlib.crc32(f"{self.name}:{kind}:{index}".encode())
-        method, detail, residual, tol = check_equation(item.eq, how=item.how, given=item.given, seed=seed)
+        method, detail, residual, tol = check_equation(item.eq, how=item.how, given=item.given, route=item.route,
+                                                       seed=seed)
         return StepCheck(index, kind, item.reason, method, detail, residual, tol)
 
     def check(self) -> CheckReport:
@@ -514,6 +721,8 @@ class Derivation:
                 lines.append("    given " + "; ".join(f"{sp.sstr(g.lhs)} = {sp.sstr(g.rhs)}" for g in item.given))
             if (kind, i) in checks:
                 lines.append(f"    checked: {checks[kind, i].summary()}")
+            elif item.route:
+                lines.append(f"    route: {ROUTES[item.route][0]}")
         lines += [f"result: {sp.sstr(eq.lhs)} = {sp.sstr(eq.rhs)}" for eq in self.results]
         if self.report:
             lines.append(f"check: {'passed' if self.report.passed else 'FAILED'} {self.report.methods()}")

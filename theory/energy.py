@@ -9,7 +9,9 @@ exactly (no extra quadratic term; the second form is the dense-associative-
 memory energy). The energy is derived by integrating the velocity (``d = 1``,
 ``N = 2``) and checked for general ``N`` (``d = 1``) and for ``N = 3``, ``d = 2``.
 It is a *per-token* energy with the context frozen: the joint field of the
-tokens is a gradient for ``N = 2`` but not for ``N = 3`` (nonzero curl).
+tokens is a gradient for ``N = 2`` but not for ``N = 3`` (nonzero curl). The
+``integrate`` result is checked by differentiating it, the ``diff`` value of the
+curl by ``mpmath.diff``.
 """
 
 from __future__ import annotations
@@ -64,7 +66,7 @@ def _derived_energy():
     (velocity,) = _velocity((z,), tokens)
     energy = -sp.integrate(velocity, z)
     step = Step(sp.Eq(-sp.Integral(velocity, z), energy, evaluate=False),
-                "d = 1, N = 2: integrate minus the velocity (integration constant 0)")
+                "d = 1, N = 2: integrate minus the velocity (integration constant 0)", route="antiderivative")
     claim = Claim(sp.Eq(energy, _energy((z,), tokens), evaluate=False),
                   "the energy is E_t(z) = -h2 log sum_j exp(-|z - x_j|^2 / (2 h2)), no extra term", ref="C4")
     return step, energy, claim
@@ -94,22 +96,25 @@ def _collective():
         at = dict(zip(positions, CURL_POINT["positions"])) | {h2: CURL_POINT["h2"]}
         value = sp.simplify(curl.doit().subs(at))
         steps.append(Step(sp.Eq(curl.subs(at), value, evaluate=False),
-                          "three tokens at y = (0, 1, 3), h2 = 1: the curl is nonzero, so E_t is a per-token "
-                          "energy with the context frozen, not a potential for the joint dynamics"))
+                          "three tokens at y = (0, 1, 3), h2 = 1: the curl d v_1/d y_2 - d v_2/d y_1 there",
+                          route="mpmath"))
         curls.append(sp.Eq(sp.Symbol("curl_3"), value, evaluate=False))
-    return steps, curls
+    claim = Claim(sp.Eq(sp.sign(curls[0].rhs, evaluate=False), 1, evaluate=False),
+                  "three tokens: the curl is nonzero, so E_t is a per-token energy with the context frozen, "
+                  "not a potential for the joint dynamics", ref="C4")
+    return steps, curls, claim
 
 
 @cache
 def derivation() -> Derivation:
     """Build the ``energy`` derivation (claim C4)."""
     integration, energy, energy_claim = _derived_energy()
-    collective_steps, curls = _collective()
+    collective_steps, curls, curl_claim = _collective()
     return Derivation(
         "energy",
         "The depth ODE is -grad of the log-sum-exp energy E_t (context frozen)",
         [h2, N, z],
         _general_steps() + [integration] + collective_steps,
         [sp.Eq(sp.Function("E_t")(z), energy, evaluate=False), *curls],
-        [energy_claim, _gradient_claim()],
+        [energy_claim, _gradient_claim(), curl_claim],
     )

@@ -12,9 +12,12 @@ flow keeps the density Gaussian with fixed mean and variance
 .. math:: T_G = \\frac{\\sigma^2}{2 h_2} + \\frac12\\log\\frac{\\tau^2 + \\sigma^2}{\\tau^2}
           = T^* + O(1)
 
-(separation of variables, ``integrate``). At :math:`T^*` the variance left is
-:math:`\\tau^2 + h_2 \\log(1 + \\sigma^2/\\tau^2) + O(h_2^2)`. One residual layer
-of step ``eta`` maps the variance exactly by
+(separation of variables, ``integrate``; checked by ``mpmath.quad`` and by the
+``dsolve`` solution). At :math:`T^*` the variance left is
+:math:`\\tau^2 + h_2 \\log(1 + \\sigma^2/\\tau^2) + O(h_2^2)` (the invariant solved
+order by order in ``h2``), and the exact solution there tends to :math:`\\tau^2` as
+:math:`h_2 \\to 0` (``mpmath.limit``: sympy's ``limit`` cannot do it). One residual
+layer of step ``eta`` maps the variance exactly by
 :math:`s \\mapsto (1 - \\eta h_2/(s + h_2))^2 s`, an Euler step of the ODE.
 """
 
@@ -24,7 +27,8 @@ from functools import cache
 
 import sympy as sp
 
-from ._calculus import gaussian_density, gaussian_integral, series_in
+from . import _calculus
+from ._calculus import gaussian_density, series_in
 from .derivation import Claim, Derivation, Step
 
 __all__ = ["LAYER_MAP", "T_GAUSS", "VARIANCE_AT_T_STAR", "derivation"]
@@ -41,17 +45,17 @@ T_GAUSS, LAYER_MAP, VARIANCE_AT_T_STAR = sp.symbols("T_G s_next s_Tstar")
 def _velocity_steps():
     """Smoothed Gaussian, linear velocity, and the variance ODE."""
     smoothed_integral = sp.Integral(gaussian_density(y - m, s) * gaussian_density(x - y, h2), (y, -sp.oo, sp.oo))
-    smoothed = sp.simplify(gaussian_integral(smoothed_integral.function, y))
+    smoothed = sp.simplify(_calculus.gaussian_integral(smoothed_integral.function, y))
     velocity = sp.simplify(h2 * sp.diff(sp.log(smoothed), x))
     slope = sp.diff(velocity, x)
     rate = 2 * slope * s
     density = gaussian_density(x - m, S(t))
     on_variance_ode = (sp.Eq(sp.Derivative(S(t), t), rate.subs(s, S(t))),)
     steps = [
-        Step(sp.Eq(smoothed_integral, smoothed, evaluate=False), "rho * phi_h2 for rho = N(m, s)", how="gaussian"),
+        Step(sp.Eq(smoothed_integral, smoothed, evaluate=False), "rho * phi_h2 for rho = N(m, s)", route="mpmath"),
         Step(sp.Eq(smoothed, gaussian_density(x - m, s + h2), evaluate=False), "a Gaussian N(m, s + h2)"),
-        Step(sp.Eq(h2 * sp.Derivative(sp.log(smoothed), x), slope * (x - m), evaluate=False),
-             "the mean-field velocity is linear in x and vanishes at the mean"),
+        Step(sp.Eq(h2 * sp.Derivative(sp.log(smoothed), x), -h2 / (s + h2) * (x - m), evaluate=False),
+             "the mean-field velocity is linear in x and vanishes at the mean: -h2 / (s + h2) (x - m)"),
         Step(sp.Eq(sp.Derivative((X(t) - m) ** 2, t), 2 * slope * (X(t) - m) ** 2, evaluate=False),
              "along dX/dt = slope (X - m): d/dt (X - m)^2 = 2 slope (X - m)^2; average: ds/dt = 2 slope s",
              given=(sp.Eq(sp.Derivative(X(t), t), slope * (X(t) - m)),)),
@@ -73,34 +77,37 @@ def _horizon_steps(rate):
     t_star = sigma2 / (2 * h2)
     trial = tau2 + a1 * h2 + a2 * h2**2
     # -2 h2 (invariant) = s + h2 log s + 2 h2 t: an O(1) quantity, expanded to O(h2^3)
-    mismatch = series_in(-2 * h2 * (invariant.subs(s, trial) - invariant.subs({s: start, t: 0})).subs(t, t_star), h2, 3)
-    coefficients = sp.solve([mismatch.removeO().coeff(h2, k) for k in (1, 2)], [a1, a2], dict=True)[0]
+    mismatch = -2 * h2 * (invariant.subs(s, trial) - invariant.subs({s: start, t: 0})).subs(t, t_star)
+    coefficients = sp.solve([series_in(mismatch, h2, 3).removeO().coeff(h2, k) for k in (1, 2)], [a1, a2], dict=True)[0]
     left_at_t_star = trial.subs(coefficients) + sp.O(h2**3)
     steps = [
-        Step(sp.Eq(sp.Derivative(solution, t), rate.subs(s, solution), evaluate=False),
-             "dsolve from s(0) = tau2 + sigma2 (Lambert W)"),
+        Step(sp.Eq(sp.ImmutableMatrix([sp.Derivative(S(t), t), S(0)]), sp.ImmutableMatrix([rate.subs(s, S(t)), start]),
+                   evaluate=False),
+             "dsolve from s(0) = tau2 + sigma2 (Lambert W)", given=(sp.Eq(S(t), solution),), route="substitute"),
         Step(sp.Eq(sp.Derivative(invariant.subs(s, S(t)), t), 0, evaluate=False),
              "separation of variables: this quantity is conserved along the ODE",
              given=(sp.Eq(sp.Derivative(S(t), t), rate.subs(s, S(t))),)),
         Step(sp.Eq(sp.Integral(sp.cancel(-1 / rate), (s, tau2, start)), horizon, evaluate=False),
-             "depth to go from tau2 + sigma2 down to tau2: integrate dt = ds / (ds/dt)"),
-        Step(sp.Eq(invariant.subs({s: tau2, t: horizon}), invariant.subs({s: start, t: 0}), evaluate=False),
-             "the invariant confirms s(T_G) = tau2 (it is increasing in s, so the root is unique)"),
-        Step(sp.Eq(horizon, leading + sp.O(1, (h2, 0)), evaluate=False),
-             "expansion in h2: the leading term, then an O(1) correction"),
+             "depth to go from tau2 + sigma2 down to tau2: integrate dt = ds / (ds/dt)", route="mpmath"),
+        Step(sp.Eq(solution.subs(t, horizon), tau2, evaluate=False),
+             "the dsolve solution is back at tau2 at that depth: s(T_G) = tau2"),
         Step(sp.Eq(horizon - leading, sp.log(1 + sigma2 / tau2) / 2, evaluate=False),
-             "the correction to T* is exact and h2-free"),
-        Step(sp.Eq(-2 * h2 * (invariant.subs({s: left_at_t_star.removeO(), t: t_star})
-                              - invariant.subs({s: start, t: 0})), sp.O(h2**3), evaluate=False),
-             "variance left at T* = sigma2/(2 h2): solve the invariant order by order in h2"),
+             "the correction to the leading term lim(h2 T_G) / h2 is exact and h2-free"),
+        Step(sp.Eq(mismatch, sp.O(h2**3), evaluate=False),
+             "variance left at T* = sigma2/(2 h2): the invariant solved order by order in h2, "
+             "s = tau2 + a1 h2 + a2 h2^2 + O(h2^3)", given=tuple(sp.Eq(k, v) for k, v in coefficients.items()),
+             route="substitute"),
     ]
     results = [sp.Eq(T_GAUSS, horizon, evaluate=False), sp.Eq(S(t), solution, evaluate=False),
                sp.Eq(VARIANCE_AT_T_STAR, left_at_t_star, evaluate=False)]
     claims = [
         Claim(sp.Eq(horizon, sigma2 / (2 * h2) + sp.O(1, (h2, 0)), evaluate=False),
               "the exact Gaussian horizon is T* = sigma2 / (2 h2) at leading order", ref="C6"),
-        Claim(sp.Eq(sp.Limit(left_at_t_star.removeO(), h2, 0), tau2, evaluate=False),
-              "at T* the variance returns to the prior's as h2 -> 0 (Gaussian case of C8)", ref="C8"),
+        Claim(sp.Eq(left_at_t_star, tau2 + h2 * sp.log(1 + sigma2 / tau2) + sp.O(h2**2), evaluate=False),
+              "at T* = sigma2 / (2 h2) the variance left is tau2 + h2 log(1 + sigma2/tau2) + O(h2^2)", ref="C8"),
+        Claim(sp.Eq(sp.Limit(solution.subs(t, t_star), h2, 0), tau2, evaluate=False),
+              "the exact (Lambert W) variance at T* returns to the prior's tau2 as h2 -> 0 (Gaussian case of C8)",
+              ref="C8", route="mpmath"),
     ]
     return steps, results, claims
 
@@ -112,11 +119,10 @@ def _layer_steps(rate):
     factor = sp.cancel((layer - m) / (x - m))
     variance_map = factor**2 * s
     steps = [
-        Step(sp.Eq(layer - m, factor * (x - m), evaluate=False),
-             "one residual layer x + eta v(x): the deviation from m is scaled by a constant factor"),
-        Step(sp.Eq(factor, 1 - eta * h2 / (s + h2), evaluate=False), "the factor"),
-        Step(sp.Eq(sp.Limit((variance_map - s) / eta, eta, 0), rate, evaluate=False),
-             "s -> factor^2 s is an Euler step of ds/dt: eta * (layers) -> T_G as eta -> 0"),
+        Step(sp.Eq((layer - m) / (x - m), 1 - eta * h2 / (s + h2), evaluate=False),
+             "one residual layer x + eta v(x) scales the deviation from m by a factor free of x"),
+        Step(sp.Eq(sp.Limit((variance_map - s) / eta, eta, 0), -2 * h2 * s / (s + h2), evaluate=False),
+             "s -> factor^2 s is an Euler step of ds/dt = -2 h2 s / (s + h2): eta * (layers) -> T_G as eta -> 0"),
     ]
     return steps, variance_map
 

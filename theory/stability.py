@@ -24,8 +24,8 @@ from functools import cache
 
 import sympy as sp
 
-from . import depth_noise
-from ._calculus import gaussian_density, gaussian_integral, series_in
+from . import _calculus, depth_noise
+from ._calculus import gaussian_density, series_in
 from ._evaluate import evaluate
 from .derivation import Claim, Derivation, Step
 
@@ -48,7 +48,7 @@ def _linearised_rate(position, wavenumbers, offsets):
     kernel = sp.Mul(*(gaussian_density(yc, h2) for yc in offsets))
     smoothed_wave = shifted * kernel
     for yc in offsets:
-        smoothed_wave = gaussian_integral(smoothed_wave, yc)
+        smoothed_wave = _calculus.gaussian_integral(smoothed_wave, yc)
     smoothed_wave = sp.expand(sp.simplify(smoothed_wave))
     density = rho0 + eps * wave
     smoothed = rho0 + eps * smoothed_wave
@@ -59,10 +59,11 @@ def _linearised_rate(position, wavenumbers, offsets):
     steps = [
         Step(sp.Eq(sp.Integral(shifted * kernel, *limits), smoothed_wave, evaluate=False),
              f"d = {len(position)}: Gaussian smoothing multiplies exp(i k.x) by exp(-h2 |k|^2 / 2)",
-             how="gaussian"),
-        Step(sp.Eq(rhs, eps * rate * wave + sp.O(eps**2), evaluate=False),
+             route="mpmath"),
+        Step(sp.Eq(sp.Subs(sp.Derivative(rhs, eps), eps, 0), rate * wave, evaluate=False),
              f"d = {len(position)}: linearise -div(rho h2 grad log(rho * phi_h2)) at rho0 + eps exp(i k.x) "
-             "(rho0 * phi_h2 = rho0)"),
+             "(rho0 * phi_h2 = rho0): the O(eps) term is lambda(k) eps exp(i k.x), lambda free of x",
+             route="mpmath"),
     ]
     return steps, rate
 
@@ -83,11 +84,12 @@ def derivation() -> Derivation:
         Step(sp.Eq(sp.sign(rate.subs(k, k_nonzero), evaluate=False), 1, evaluate=False), "every mode k != 0 grows"),
         Step(sp.Eq(sp.Limit(rate, k, sp.oo), 0, evaluate=False),
              "short waves are damped by the kernel: the growth is bounded, unlike the backward heat equation"),
-        Step(sp.Eq(sp.Derivative(rate, k).subs(k, k_star), 0, evaluate=False), "solve d lambda/dk = 0 for k > 0"),
+        Step(sp.Eq(sp.Derivative(rate, k), 0, evaluate=False), "solve d lambda/dk = 0 for k > 0",
+             given=(sp.Eq(k, k_star),), route="substitute"),
         Step(sp.Eq(sp.sign(sp.diff(rate, k, 2).subs(k, k_star), evaluate=False), -1, evaluate=False), "a maximum"),
         Step(sp.Eq(N ** sp.Rational(-1, 2) * sp.exp(rate_star * horizon), 1, evaluate=False),
              "finite-N fluctuations N^(-1/2) amplified by exp(lambda* T*) reach O(1) at N = N_c",
-             given=(sp.Eq(N, tokens),)),
+             given=(sp.Eq(N, tokens),), route="substitute"),
     ]
     claims = [
         Claim(sp.Eq(rate, h2 * k**2 * sp.exp(-h2 * k**2 / 2), evaluate=False),

@@ -22,7 +22,8 @@ from functools import cache
 import sympy as sp
 
 from . import gaussian
-from ._calculus import gaussian_density, gaussian_expectation, gaussian_integral
+from . import _calculus
+from ._calculus import gaussian_density
 from .derivation import Claim, Derivation, Step
 
 __all__ = ["derivation"]
@@ -58,7 +59,7 @@ def _empirical_bayes_steps():
              "Bayes' rule, prior mass 1/N at each refined token z_j, likelihood N(xt; z_j, sigma2 I)"),
         Step(sp.Eq(sp.Integral(x * prior * lik, LINE) / sp.Integral(prior * lik, LINE), posterior_mean,
                    evaluate=False),
-             f"N = {EXPLICIT_N}, d = 1: posterior mean under the refined empirical prior", how="sift"),
+             f"N = {EXPLICIT_N}, d = 1: posterior mean under the refined empirical prior", route="sift"),
     ]
     claim = Claim(sp.Eq(posterior_mean, attention, evaluate=False),
                   "Stage 2 (bandwidth sigma2, refined tokens) is the empirical-Bayes posterior mean", ref="C7")
@@ -70,17 +71,19 @@ def _population_mean(prior_variance):
     prior = gaussian_density(x - m, prior_variance)
     lik = gaussian_density(xt - x, sigma2)
     ratio = sp.Integral(x * prior * lik, LINE) / sp.Integral(prior * lik, LINE)
-    return ratio, sp.simplify(gaussian_integral(x * prior * lik, x) / gaussian_integral(prior * lik, x))
+    mean = _calculus.gaussian_integral(x * prior * lik, x) / _calculus.gaussian_integral(prior * lik, x)
+    return ratio, sp.simplify(mean)
 
 
 def _risk_steps():
     """Risks of the population-level estimators for the Gaussian prior N(m, tau2)."""
+    marginal = sp.Integral(gaussian_density(x - m, tau2) * gaussian_density(xt - x, sigma2), LINE)
     bayes_integral, bayes = _population_mean(tau2)
     noisy_integral, noisy_context = _population_mean(tau2 + sigma2)
     refined_integral, refined = _population_mean(s)
     # x = m + sqrt(tau2) u, xt = x + sqrt(sigma2) v with u, v ~ N(0, 1)
     error = (c * (m + sp.sqrt(tau2) * u + sp.sqrt(sigma2) * v) + (1 - c) * m) - (m + sp.sqrt(tau2) * u)
-    mse = sp.expand(gaussian_expectation(error**2, [u, v], 1))
+    mse = sp.expand(_calculus.gaussian_expectation(error**2, [u, v], 1))
 
     def shrinkage(mean):
         return sp.diff(mean, xt)
@@ -88,31 +91,41 @@ def _risk_steps():
     def excess(mean):
         return sp.factor(mse.subs(c, shrinkage(mean)) - mse.subs(c, shrinkage(bayes)))
 
+    def risk_gap(mean):
+        return mse.subs(c, shrinkage(mean)) - mse.subs(c, shrinkage(bayes))
+
     excess_noisy = excess(noisy_context)
     left = gaussian.derivation().result_of(gaussian.VARIANCE_AT_T_STAR).removeO()
     excess_t_star = sp.series(excess(refined).subs(s, left), h2, 0, 3)
     steps = [
+        Step(sp.Eq(marginal, sp.simplify(_calculus.gaussian_integral(marginal.function, x)), evaluate=False),
+             "the law of a noisy token xt = x + sqrt(sigma2) z, x ~ rho0 = N(m, tau2): rho0 * phi_sigma2",
+             route="mpmath"),
         Step(sp.Eq(bayes_integral, bayes, evaluate=False),
              "clean context x_j ~ rho0 = N(m, tau2): as N -> oo the empirical sums tend to their expectations "
              "and one step with bandwidth sigma2 tends to the Bayes posterior mean (predecessor's result)",
-             how="gaussian"),
+             route="mpmath"),
         Step(sp.Eq(noisy_integral, noisy_context, evaluate=False),
              "L = 0, all tokens noisy: the context measure tends to rho0 * phi_sigma2 = N(m, tau2 + sigma2)",
-             how="gaussian"),
-        Step(sp.Eq(refined_integral, refined, evaluate=False), "after Stage 1 the context is N(m, s)", how="gaussian"),
-        Step(sp.Eq(sp.Integral(sp.Integral(error**2 * gaussian_density(u, 1) * gaussian_density(v, 1),
-                                           (u, -sp.oo, sp.oo)), (v, -sp.oo, sp.oo)), mse, evaluate=False),
-             "MSE of the linear estimator c xt + (1 - c) m", how="gaussian"),
-        Step(sp.Eq(mse.subs(c, shrinkage(noisy_context)) - mse.subs(c, shrinkage(bayes)), excess_noisy,
+             route="mpmath"),
+        Step(sp.Eq(refined_integral, refined, evaluate=False), "after Stage 1 the context is N(m, s)", route="mpmath"),
+        Step(sp.Eq(sp.Integral(error**2 * gaussian_density(u, 1) * gaussian_density(v, 1),
+                               (u, -sp.oo, sp.oo), (v, -sp.oo, sp.oo)), mse, evaluate=False),
+             "MSE of the linear estimator c xt + (1 - c) m", route="mpmath"),
+        Step(sp.Eq(risk_gap(refined), (tau2 + sigma2) * (s / (s + sigma2) - tau2 / (tau2 + sigma2)) ** 2,
                    evaluate=False),
-             "excess risk without Stage 1: the estimator shrinks too little"),
-        Step(sp.Eq(mse.subs(c, shrinkage(refined)) - mse.subs(c, shrinkage(bayes)), excess(refined), evaluate=False),
-             "excess risk with a refined context of variance s: (tau2 + sigma2) (c_s - c_Bayes)^2"),
-        Step(sp.Eq(excess(refined).subs(s, left), excess_t_star, evaluate=False),
+             "excess risk with a refined context of variance s: (tau2 + sigma2) (c_s - c_Bayes)^2, "
+             "c_v = v / (v + sigma2)"),
+        Step(sp.Eq(excess(refined).subs(s, left),
+                   sigma2**2 * sp.log(1 + sigma2 / tau2) ** 2 / (tau2 + sigma2) ** 3 * h2**2 + sp.O(h2**3),
+                   evaluate=False),
              "at T* = sigma2/(2 h2), s = tau2 + h2 log(1 + sigma2/tau2) + O(h2^2) (theory.gaussian): "
-             "series in h2"),
+             "excess risk sigma2^2 log(1 + sigma2/tau2)^2 h2^2 / (tau2 + sigma2)^3 + O(h2^3)"),
     ]
     claims = [
+        Claim(sp.Eq(risk_gap(noisy_context), sigma2**4 / ((tau2 + 2 * sigma2) ** 2 * (tau2 + sigma2)), evaluate=False),
+              "without Stage 1 the estimator shrinks too little: excess risk "
+              "sigma2^4 / ((tau2 + 2 sigma2)^2 (tau2 + sigma2)) (Gaussian prior)", ref="C9"),
         Claim(sp.Eq(sp.sign(excess_noisy, evaluate=False), 1, evaluate=False),
               "depth is necessary: without Stage 1 the excess risk is strictly positive (Gaussian prior)", ref="C9"),
         Claim(sp.Eq(excess_t_star, sp.O(h2**2), evaluate=False),

@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 
 from theory.derivation import (
     NUMERIC_TOLERANCE,
+    QUADRATURE_TOLERANCE,
+    ROUTES,
     CheckReport,
     Claim,
     Derivation,
@@ -18,7 +20,7 @@ from theory.derivation import (
     StepCheck,
     check_equation,
 )
-from theory._calculus import gaussian_density, gaussian_integral, series_in
+from theory._calculus import gaussian_density, gaussian_integral, series_in, sift
 
 x = sp.Symbol("x", positive=True)
 y = sp.Symbol("y", real=True)
@@ -102,6 +104,13 @@ def test_given_relations_are_substituted():
     assert check_equation(eq(sp.Derivative(X**2, t), 2 * X**2), given=ode)[0] == "failed"
 
 
+def test_left_side_known_to_a_weaker_order_fails():
+    taylor = sp.exp(x).series(x, 0, 3)  # 1 + x + x**2/2 + O(x**3)
+    assert check_equation(eq(taylor, 1 + x + x**2 / 2 + sp.O(x**3)))[0] == "symbolic"
+    method, detail, _, _ = check_equation(eq(taylor, 1 + x + x**2 / 2 + sp.O(x**4)))
+    assert method == "failed" and "weaker" in detail
+
+
 def test_check_report_and_text():
     d = toy(Step(eq((x + 1) ** 2, x**2 + 2 * x + 1), "square"),
             Step(eq(sp.atan(x) + sp.atan(1 / x), sp.pi / 2), "arctangent"),
@@ -134,6 +143,13 @@ def test_latex_lists_every_step_with_escaped_reasons():
     assert "[claim C0] trivial" in tex
     notebook = d._repr_latex_()
     assert notebook.startswith("$\\displaystyle \\begin{aligned}") and notebook.endswith("\\end{aligned}$")
+
+
+def test_with_claim_copies():
+    d = toy(claims=[Claim(eq(x + x, 2 * x), "double", ref="C0")])
+    mutated = d.with_claim(1, eq(x + x, 3 * x))
+    assert not mutated.check().passed and d.check().passed
+    assert mutated.claims[0].ref == "C0" and d.claims[0].eq.rhs == 2 * x
 
 
 def test_with_step_copies():
@@ -201,3 +217,119 @@ def test_step_is_frozen():
     step = Step(eq(x, x), "r")
     with pytest.raises(dataclasses.FrozenInstanceError):
         step.reason = "other"
+
+
+# --------------------------------------------------------------------------- independent routes
+
+k = sp.Symbol("k", real=True)
+h = sp.Symbol("h", positive=True)
+rho = sp.Function("rho")
+LINE = (y, -sp.oo, sp.oo)
+MPMATH_DETAIL = "mpmath quadrature/differentiation, independent of sympy"
+
+
+def by_mpmath(lhs, rhs):
+    return check_equation(eq(lhs, rhs), route="mpmath")
+
+
+def wrong(value):
+    return value * (1 + sp.Rational(1, 1000))
+
+
+@pytest.mark.parametrize(("lhs", "rhs"), [
+    (sp.Integral(gaussian_density(y - x, h), LINE), sp.S.One),
+    (sp.Integral(sp.exp(sp.I * k * (x - y)) * gaussian_density(y, h), LINE), sp.exp(sp.I * k * x - h * k**2 / 2)),
+    (sp.Integral(y**4 * gaussian_density(y, h), LINE), 3 * h**2),
+    (sp.Integral(sp.exp(sp.I * k * (y + b)) * gaussian_density(y, h) * gaussian_density(b, h), LINE,
+                 (b, -sp.oo, sp.oo)), sp.exp(-h * k**2)),
+    (sp.Integral(sp.Integral(y, (y, 0, b)), (b, 0, x)), x**3 / 6),
+    (sp.Derivative(sp.log(sp.exp(-x**2) + sp.exp(-(x - 1) ** 2 / h)), x),
+     sp.diff(sp.log(sp.exp(-x**2) + sp.exp(-(x - 1) ** 2 / h)), x)),
+    (sp.Subs(sp.Derivative(sp.sin(k * y), y, 2), y, x), -k**2 * sp.sin(k * x)),
+    (sp.Limit(sp.sin(h * x) / x, x, 0), h),
+    (sp.Limit(x * sp.log(1 + h / x), x, sp.oo), h),
+])
+def test_mpmath_route_true_and_false(lhs, rhs):
+    """Integrals (real, complex, multiple, nested), derivatives and limits by mpmath; a 1/1000 change fails."""
+    method, detail, residual, tolerance = by_mpmath(lhs, rhs)
+    assert (method, tolerance) == ("numeric", QUADRATURE_TOLERANCE) and detail.startswith(MPMATH_DETAIL)
+    assert residual <= tolerance
+    method, detail, residual, _ = by_mpmath(lhs, wrong(rhs))
+    assert method == "failed" and residual > QUADRATURE_TOLERANCE
+
+
+def test_mpmath_route_masks_undefined_functions_that_are_constants():
+    """rho(x) and rho''(x) do not depend on y: random constants stand for them, the same on both sides."""
+    polynomial = rho(x) - y * sp.Derivative(rho(x), x) + y**2 / 2 * sp.Derivative(rho(x), (x, 2))
+    integrand = polynomial * gaussian_density(y, h)
+    truth = rho(x) + h / 2 * sp.Derivative(rho(x), (x, 2))
+    assert by_mpmath(sp.Integral(integrand, LINE), truth)[0] == "numeric"
+    assert by_mpmath(sp.Integral(integrand, LINE), truth + h * sp.Derivative(rho(x), x) / 1000)[0] == "failed"
+
+
+def test_mpmath_route_cannot_evaluate_a_function_of_its_variable():
+    method, detail, _, _ = by_mpmath(sp.Derivative(rho(x) ** 2, x), 2 * rho(x) * sp.Derivative(rho(x), x))
+    assert method == "failed" and "cannot evaluate" in detail
+    assert by_mpmath(sp.Integral(x, x), x**2 / 2)[0] == "failed"  # indefinite: no value
+
+
+def test_mpmath_route_uses_no_sympy_calculus(monkeypatch):
+    def refuse(self, **hints):
+        raise AssertionError("sympy calculus called")
+
+    for node in (sp.Integral, sp.Derivative, sp.Limit, sp.Subs):
+        monkeypatch.setattr(node, "doit", refuse)
+    monkeypatch.setattr(sp, "integrate", refuse)
+    assert by_mpmath(sp.Integral(y**2 * gaussian_density(y, h), LINE), h)[0] == "numeric"
+    assert by_mpmath(sp.Derivative(sp.exp(k * x), x), k * sp.exp(k * x))[0] == "numeric"
+
+
+def test_mpmath_route_at_a_point_says_so():
+    method, detail, _, _ = by_mpmath(sp.Subs(sp.Derivative(sp.exp(y), y), y, 1), sp.E)
+    assert method == "numeric" and "the stated point" in detail
+
+
+def test_sift_route():
+    integrand = y * (sp.DiracDelta(y - x) + sp.DiracDelta(2 * y - 1)) * sp.exp(-y**2)
+    truth = x * sp.exp(-x**2) + sp.exp(-sp.Rational(1, 4)) / 4  # the second delta has weight 1/|2|
+    method, detail, _, _ = check_equation(eq(sp.Integral(integrand, LINE), truth), route="sift")
+    assert method == "symbolic" and detail.startswith(ROUTES["sift"][0])
+    assert check_equation(eq(sp.Integral(integrand, LINE), wrong(truth)), route="sift")[0] == "failed"
+    method, detail, _, _ = check_equation(eq(sp.Integral(sp.exp(-y**2), LINE), sp.sqrt(sp.pi)), route="sift")
+    assert method == "failed" and "does not apply" in detail
+
+
+def test_sift_does_not_integrate(monkeypatch):
+    monkeypatch.setattr(sp, "integrate", lambda *a, **kw: pytest.fail("integrate called"))
+    two_d = sp.Integral(b * sp.DiracDelta(y - 1) * sp.DiracDelta(b - x), LINE, (b, -sp.oo, sp.oo))
+    assert sift(two_d) == x
+
+
+def test_antiderivative_route():
+    method, detail, _, _ = check_equation(eq(-sp.Integral(y * sp.exp(y), y), (1 - y) * sp.exp(y)),
+                                          route="antiderivative")
+    assert method == "symbolic" and detail.startswith(ROUTES["antiderivative"][0])
+    assert check_equation(eq(sp.Integral(y * sp.exp(y), y), y * sp.exp(y)), route="antiderivative")[0] == "failed"
+    method, detail, _, _ = check_equation(eq(sp.Integral(y, (y, 0, 1)), sp.S.Half), route="antiderivative")
+    assert method == "failed" and "does not apply" in detail
+
+
+def test_substitute_route_checks_equation_and_initial_value():
+    t = sp.Symbol("t", real=True)
+    c = sp.Symbol("c", positive=True)
+    f = sp.Function("f")
+    flow = sp.dsolve(sp.Eq(f(t).diff(t), -c * f(t)), f(t), ics={f(0): x}).rhs
+    ode = eq(sp.ImmutableMatrix([f(t).diff(t), f(0)]), sp.ImmutableMatrix([-c * f(t), x]))
+    method, detail, _, _ = check_equation(ode, given=(sp.Eq(f(t), flow),), route="substitute")
+    assert method == "symbolic" and detail.startswith("substitute-back")
+    assert check_equation(ode, given=(sp.Eq(f(t), 2 * flow),), route="substitute")[0] == "failed"
+    assert check_equation(ode, given=(sp.Eq(f(t), flow.subs(c, 2 * c)),), route="substitute")[0] == "failed"
+
+
+def test_route_and_preparation_are_validated():
+    with pytest.raises(ValueError, match="route"):
+        Step(eq(x, x), "r", route="guess")
+    with pytest.raises(ValueError, match="how"):
+        Claim(eq(x, x), "r", how="gaussian")
+    with pytest.raises(ValueError, match="drop how"):
+        Step(eq(x, x), "r", route="mpmath", how="split_logs")
