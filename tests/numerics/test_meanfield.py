@@ -74,3 +74,162 @@ def test_token_trajectory_bad_input():
         meanfield.token_trajectory(x0, 0.5, 3, keep=[4])
     with pytest.raises(ValueError, match="every"):
         meanfield.token_trajectory(x0, 0.5, 3, every=0)
+
+
+# --------------------------------------------------------------------------------------------
+# Continuous-depth horizon, standardised tokens, threshold depths, the uniform-grid structure
+# factor and the early stop of token_trajectory
+# --------------------------------------------------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@st.composite
+def token_sets(draw, n_min=20, n_max=80):
+    """Small 1-D token sets: a Gaussian draw (seeded) of a drawn size, scale and offset."""
+    n = draw(st.integers(n_min, n_max))
+    seed = draw(st.integers(0, 2**16))
+    scale = draw(st.floats(0.5, 2.0))
+    offset = draw(st.floats(-5.0, 5.0))
+    return offset + scale * np.random.default_rng(seed).standard_normal((n, 1))
+
+
+def test_continuous_horizon_matches_the_gaussian_mean_field():
+    # T_G = sigma2/(2 h2) + (1/2) log(1 + sigma2/tau2) for a Gaussian density; large standardised N
+    sigma2, tau2, h2 = 1.0, 0.5, 0.5
+    x0 = meanfield.standardized_gaussian_tokens(8192, tau2 + sigma2, 0)
+    res = meanfield.variance_horizon_ode(x0, h2, tau2)
+    exact = sigma2 / (2 * h2) + 0.5 * np.log1p(sigma2 / tau2)
+    assert res.depth == pytest.approx(exact, rel=0.01)
+    assert res.variances[0] == pytest.approx(tau2 + sigma2) and res.variances[-1] == tau2
+    assert np.all(np.diff(res.depths) > 0) and res.depths[-1] == res.depth and res.evaluations > 0
+
+
+def test_euler_horizons_converge_to_the_continuous_one_at_first_order():
+    x0 = meanfield.standardized_gaussian_tokens(300, 2.0, 1)
+    ode = meanfield.variance_horizon_ode(x0, 0.5, 1.0, rtol=1e-9, atol=1e-11).depth
+    errors = [meanfield.variance_horizon(x0, 0.5, 1.0, eta=eta).depth - ode for eta in (0.04, 0.02, 0.01)]
+    # Euler layers are first order: halving the step halves the depth error
+    assert errors[0] / errors[1] == pytest.approx(2.0, rel=0.1)
+    assert errors[1] / errors[2] == pytest.approx(2.0, rel=0.1)
+
+
+def test_binned_and_exact_layers_agree():
+    x0 = np.random.default_rng(2).normal(size=(600, 1)) * 1.3
+    exact = meanfield.variance_horizon(x0, 0.3, 0.8, eta=0.1, backend="exact")
+    grid = meanfield.variance_horizon(x0, 0.3, 0.8, eta=0.1, backend="binned")
+    assert exact.layers == grid.layers
+    np.testing.assert_allclose(grid.variances, exact.variances, rtol=1e-7)
+
+
+def test_fractional_layers_interpolate_the_log_variance():
+    x0 = np.random.default_rng(5).normal(size=(200, 1)) * 1.5
+    res = meanfield.variance_horizon(x0, 0.5, 1.0, eta=0.2)
+    v0, v1 = res.variances[-2:]
+    assert res.layers - 1 < res.fractional_layers <= res.layers
+    assert res.fractional_layers == pytest.approx(res.layers - 1 + np.log(v0 / 1.0) / np.log(v0 / v1))
+
+
+@settings(max_examples=8, deadline=None)
+@given(token_sets(10, 40), st.floats(0.3, 1.0), st.floats(0.6, 0.9))
+def test_continuous_horizon_is_invariant_under_permutation_translation_and_scaling(x0, relative_h2, fraction):
+    # a kernel as wide as the cloud (relative_h2 * its variance) and a target the flow reaches: a
+    # narrow kernel may leave a far token alone, and the variance then stalls above the target
+    target, h2 = fraction * x0.var(ddof=1), relative_h2 * x0.var(ddof=1)
+
+    def depth(x, h2, target):
+        return meanfield.variance_horizon_ode(x, h2, target, rtol=1e-10, atol=1e-12, max_depth=100.0,
+                                              backend="exact").depth
+
+    reference = depth(x0, h2, target)
+    perm = np.random.default_rng(0).permutation(len(x0))
+    assert depth(x0[perm], h2, target) == pytest.approx(reference, rel=1e-7)
+    assert depth(x0 + 3.0, h2, target) == pytest.approx(reference, rel=1e-7)
+    # x -> c x with h2 -> c^2 h2 moves every token the same way in scaled units: same depth
+    c = 1.7
+    assert depth(c * x0, c**2 * h2, c**2 * target) == pytest.approx(reference, rel=1e-7)
+
+
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [({"target": 10.0}, "not below"), ({"h2": -1.0}, "h2"), ({"rtol": 0.0}, "rtol"), ({"atol": -1.0}, "atol"),
+     ({"max_depth": 0.0}, "max_depth"), ({"tol": 2.0}, "tol"), ({"backend": "gpu"}, "backend")],
+)
+def test_continuous_horizon_bad_input(kwargs, match):
+    params = {"x0": np.random.default_rng(1).normal(size=(50, 1)) * 2, "h2": 0.5, "target": 0.5} | kwargs
+    with pytest.raises(ValueError, match=match):
+        meanfield.variance_horizon_ode(params.pop("x0"), params.pop("h2"), params.pop("target"), **params)
+
+
+def test_continuous_horizon_gives_up_at_max_depth():
+    x0 = np.random.default_rng(1).normal(size=(50, 1)) * 2
+    with pytest.raises(RuntimeError, match="max_depth"):
+        meanfield.variance_horizon_ode(x0, 0.5, 0.5, max_depth=0.01)
+    with pytest.raises(ValueError, match="at least 2 tokens"):
+        meanfield.variance_horizon_ode(np.zeros((1, 1)), 0.5, 0.5)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(2, 500), st.floats(1e-3, 1e3), st.integers(1, 3), st.integers(0, 2**16))
+def test_standardized_tokens_have_exactly_the_asked_moments(n, variance, d, seed):
+    x = meanfield.standardized_gaussian_tokens(n, variance, seed, d=d)
+    assert x.shape == (n, d)
+    np.testing.assert_allclose(x.mean(axis=0), 0.0, atol=1e-12 * np.sqrt(variance))
+    np.testing.assert_allclose(x.var(axis=0, ddof=1), variance, rtol=1e-12)
+    np.testing.assert_array_equal(x, meanfield.standardized_gaussian_tokens(n, variance, seed, d=d))
+
+
+@pytest.mark.parametrize("kwargs,match", [({"n": 1}, "n == 1"), ({"variance": 0.0}, "variance"), ({"d": 0}, "d")])
+def test_standardized_tokens_bad_input(kwargs, match):
+    params = {"n": 10, "variance": 1.0, "rng": 0} | kwargs
+    with pytest.raises(ValueError, match=match):
+        meanfield.standardized_gaussian_tokens(**params)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.floats(0.1, 5.0), st.floats(1.5, 1e4), st.floats(0.01, 0.5))
+def test_threshold_depth_is_exact_for_exponential_growth(rate, threshold, step):
+    t = step * np.arange(int(np.log(threshold) / (rate * step)) + 3)
+    assert meanfield.threshold_depth(t, np.exp(rate * t), threshold) == pytest.approx(np.log(threshold) / rate,
+                                                                                       rel=1e-9)
+
+
+def test_threshold_depth_edges_and_bad_input():
+    t = np.array([0.0, 1.0, 2.0])
+    assert meanfield.threshold_depth(t, [5.0, 6.0, 7.0], 2.0) == 0.0
+    assert meanfield.threshold_depth(t, [1.0, 2.0, 3.0], 10.0) is None
+    for depths, values, threshold, match in [
+        (t, [1.0, 2.0], 1.5, "same non-zero length"), ([0.0, 0.0, 1.0], [1.0, 2.0, 3.0], 1.5, "increasing"),
+        (t, [1.0, 0.0, 3.0], 1.5, "> 0"), (t, [1.0, np.inf, 3.0], 1.5, "finite"), (t, [1.0, 2.0, 3.0], 0.0, "threshold"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            meanfield.threshold_depth(depths, values, threshold)
+
+
+@settings(max_examples=20, deadline=None)
+@given(token_sets(20, 300), st.floats(0.1, 20.0), st.floats(0.01, 2.0), st.integers(3, 80))
+def test_structure_factor_on_a_uniform_grid_equals_the_direct_sum(x, k0, dk, count):
+    k = k0 + dk * np.arange(count)
+    centred = x[:, 0] - x[:, 0].mean()
+    direct = np.abs(np.exp(1j * np.outer(centred, k)).sum(axis=0)) ** 2 / len(x)
+    np.testing.assert_allclose(meanfield.structure_factor(x, k, block=64), direct, rtol=1e-9, atol=1e-9)
+
+
+def test_token_trajectory_stops_at_the_first_sample_asked():
+    x0 = np.random.default_rng(6).normal(size=(150, 1))
+    full = meanfield.token_trajectory(x0, 0.2, 12, eta=0.1, every=2, k=[2.0, 3.0])
+    stopped = meanfield.token_trajectory(x0, 0.2, 12, eta=0.1, every=2, k=[2.0, 3.0],
+                                         stop=lambda depth, variance, row: depth >= 0.55)
+    np.testing.assert_allclose(stopped.depths, [0.0, 0.2, 0.4, 0.6])
+    np.testing.assert_allclose(stopped.structure, full.structure[:4])
+    with pytest.raises(ValueError, match="stop must be"):
+        meanfield.token_trajectory(x0, 0.2, 3, stop=1.0)
+
+
+def test_token_trajectory_binned_agrees_with_exact():
+    x0 = np.random.default_rng(7).normal(size=(500, 1)) * 1.2
+    exact = meanfield.token_trajectory(x0, 0.05, 20, eta=0.05, every=5, k=[6.0, 7.0], keep=[20], backend="exact")
+    grid = meanfield.token_trajectory(x0, 0.05, 20, eta=0.05, every=5, k=[6.0, 7.0], keep=[20], backend="binned")
+    np.testing.assert_allclose(grid.tokens[20], exact.tokens[20], atol=1e-7)
+    np.testing.assert_allclose(grid.variances, exact.variances, rtol=1e-7)

@@ -1,7 +1,19 @@
-"""Shrunken configurations of E3 (and the particle checks) for the tests."""
+"""Shrunken configurations of E3 and of the particle check G1 for the tests (G2's quick design is cheap).
 
-from proofs_check import stability_checks
+The pass criteria are those of the real checks; only the designs are smaller. The onset runs keep
+N <= 2048, where ``backend="auto"`` takes the exact kernel sums, so that a broken
+``numerics.kernels`` reaches them.
+"""
+
+from proofs_check import meanfield_checks, stability_checks
+
+#: Four of G1's six cases (sigma2/tau2 = 0.2, 0.5, 2, 5; the cheaper horizons).
+SMALL_HORIZON_CASES = ((0.25, 1.25, 0.25), (0.5, 1.0, 0.5), (2.0, 1.0, 1.0), (2.5, 0.5, 1.0))
 
 
 def shrink_stability(monkeypatch):
     monkeypatch.setattr(stability_checks, "sizes", lambda quick: ([300, 600, 8000], 3))
+    monkeypatch.setattr(stability_checks, "onset_design",
+                        lambda quick: {"h2": [0.025, 0.0125], "n": [512, 2048], "seeds": 4})
+    monkeypatch.setattr(meanfield_checks, "HORIZON_CASES", SMALL_HORIZON_CASES)
+    monkeypatch.setattr(meanfield_checks, "horizon_design", lambda quick: {"n": 32768, "seeds": 3})
