@@ -9,7 +9,10 @@ each identified by :attr:`RunSpec.key`, the sha256 of its canonical JSON.
 
 One run draws the batch of its seed (:func:`numerics.experiments.draw_batch`, so the batch is
 the same in whichever process it is drawn), fits and applies its estimator and records the MSE,
-the gap to the Bayes posterior mean, the Bayes risk (MMSE) and the excess risk ``MSE - MMSE``.
+the gap to the Bayes posterior mean, the Bayes risk (MMSE) and the excess risk ``MSE - MMSE``,
+in-sample (the estimator denoises the batch it was fitted on) and out-of-sample (``oos_*``: it
+denoises ``n`` fresh noisy queries of the same seed, :func:`numerics.experiments.draw_queries`,
+drawn from an independent stream and not in the context; ``runtime_s`` times the in-sample work).
 Runs that share a batch (same prior, ``sigma2``, ``n`` and seed) are executed together in one
 task (:func:`run_batch`), which draws the batch once; the numbers are those of :func:`run_one`.
 
@@ -120,7 +123,9 @@ DEFAULT_MMSE_SEED = 0
 _H2_DIGITS = 12
 #: Environment variables that set the thread count of BLAS / OpenMP in worker processes.
 _THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
-_SCHEMA_VERSION = 1
+#: Version of the store's row schema (SQLite ``user_version``). 2 added the out-of-sample columns
+#: ``oos_mse``, ``oos_gap`` and ``oos_excess``; a store of another version is refused, not migrated.
+_SCHEMA_VERSION = 2
 
 
 class RunFailed(RuntimeError):
@@ -775,6 +780,8 @@ def run_batch(specs: Sequence[RunSpec]) -> list[dict]:
     prior = first.build_prior()
     clean, noisy = _experiments.draw_batch(prior, first.sigma2, first.n, first.seed)
     bayes = prior.posterior_mean(noisy, first.sigma2)
+    q_clean, q_noisy = _experiments.draw_queries(prior, first.sigma2, first.n, first.seed)
+    q_bayes = prior.posterior_mean(q_noisy, first.sigma2)
     rows = []
     for spec in specs:
         try:
@@ -784,9 +791,11 @@ def run_batch(specs: Sequence[RunSpec]) -> list[dict]:
             start = time.perf_counter()
             est = estimator.fit(context).denoise(noisy)
             runtime = time.perf_counter() - start
+            oos = estimator.denoise(q_noisy)
         except Exception as exc:  # noqa: BLE001 - re-raised with the run named
             raise RunFailed(f"run {spec.key[:12]} ({spec.describe()}) failed: {type(exc).__name__}: {exc}") from exc
         mse = float(np.mean((est - clean) ** 2))
+        oos_mse = float(np.mean((oos - q_clean) ** 2))
         layers = getattr(estimator, "n_layers_", None)
         rows.append(
             {
@@ -809,6 +818,9 @@ def run_batch(specs: Sequence[RunSpec]) -> list[dict]:
                 "mmse_method": risk.method,
                 "gap": float(np.mean((est - bayes) ** 2)),
                 "excess": mse - float(risk.value),
+                "oos_mse": oos_mse,
+                "oos_gap": float(np.mean((oos - q_bayes) ** 2)),
+                "oos_excess": oos_mse - float(risk.value),
                 "runtime_s": runtime,
                 "finished_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds"),
                 **_versions(),
@@ -980,6 +992,9 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("mmse_method", "TEXT NOT NULL"),
     ("gap", "REAL NOT NULL"),
     ("excess", "REAL NOT NULL"),
+    ("oos_mse", "REAL NOT NULL"),
+    ("oos_gap", "REAL NOT NULL"),
+    ("oos_excess", "REAL NOT NULL"),
     ("runtime_s", "REAL NOT NULL"),
     ("finished_at", "TEXT NOT NULL"),
     ("attneb_version", "TEXT NOT NULL"),
@@ -1021,7 +1036,8 @@ class ResultStore:
         version = self._conn.execute("PRAGMA user_version").fetchone()[0]
         if version not in (0, _SCHEMA_VERSION):
             self._conn.close()
-            raise ValueError(f"{self.path} has store schema version {version}; this attneb writes {_SCHEMA_VERSION}")
+            raise ValueError(f"{self.path} has store schema version {version}; this attneb writes {_SCHEMA_VERSION}: "
+                             "start a fresh store (a new report folder, or another --store path)")
         with self._transaction():
             self._conn.execute(f"CREATE TABLE IF NOT EXISTS runs ({', '.join(f'{n} {k}' for n, k in COLUMNS)})")
             self._conn.execute("CREATE INDEX IF NOT EXISTS runs_experiment ON runs (experiment)")

@@ -1,11 +1,20 @@
 """Risk experiments as evidence: E1 (recovery, C8), E2 (depth-noise relation, C6), E4 (the estimator
-table, C9) and E5 (the clean-context special case, C7).
+table, C9) and E5 (the clean-context special case, G3).
 
 Each experiment is a set of declarative sweeps (:mod:`numerics.sweep`) whose rows land in the
 report folder's SQLite store as they finish, so an interrupted ``attneb verify`` resumes where it
 stopped, and ``attneb plot NAME --store PATH`` redraws the figure from the rows
-(:mod:`proofs_check.studies`). Every pass criterion is written next to its check and fixed before
-the run.
+(:mod:`proofs_check.studies`). Every run records its risks in-sample (the batch denoised with
+itself as context) and out-of-sample (``oos_*``: fresh noisy tokens, the paper's query).
+
+Every pass criterion is registered with its check (``criterion=``) and fixed before the run. The
+checks are subsampled (``replication="subsample"``): a sweep simulates the pool of seeds
+:meth:`~proofs_check.registry.Context.pool_seeds` and each decision, like each figure, uses only
+the rows of its own seeds (:meth:`~proofs_check.registry.Context.subsample_seeds`), so that a
+power analysis can decide again and again on subsets of one stored pool. Predictions are read
+from :mod:`theory` at call time and the stored measurements reach each decision through a small
+module-level function (``*_data``), so that a registered wrong theory, or wrong data, can be
+swapped in (:mod:`proofs_check.power`).
 """
 
 from __future__ import annotations
@@ -16,6 +25,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
+from scipy import stats as sstats
 
 from numerics import stats
 from numerics.sweep import ResultStore
@@ -23,7 +33,7 @@ from theory import depth_noise, stability
 
 from . import claims as _claims  # noqa: F401  (registers the claims these checks attach to)
 from . import figures
-from .registry import Context, Evidence, check
+from .registry import Context, Evidence, alternative, check, swap
 from .studies import STUDIES, mode_name, run_configs, stored_rows, study
 
 SIGMA2 = 0.5
@@ -42,6 +52,7 @@ def fast_options(estimators) -> dict:
     """Sweep ``options`` putting every estimator of ``estimators`` that has a kernel path on :data:`FAST`."""
     return {name: FAST for name in estimators if name in ("two-stage", "stage-two-only", "tweedie-kde", "clean-context")}
 
+
 RECOVERY_PRIORS = {
     "gaussian": ("Gaussian N(0, 1)", {"family": "Gaussian", "mean": [0.0], "var": 1.0}),
     "clusters": ("two clusters at +-2, var 0.25", {"family": "GaussianMixture", "means": [[-2.0], [2.0]], "var": 0.25}),
@@ -58,14 +69,25 @@ TABLE_PRIORS = {
 }
 TABLE_ESTIMATORS = ("two-stage", "stage-two-only", "tweedie-kde", "linear", "npmle", "oracle")
 
-DEPTH_TAU2 = 1.0
-#: Depths of E2 as multiples of T*: steps of 0.05 T* over [0.8, 1.4] T* (T_G / T* = 1 + h2 log(1.5) / sigma2).
-DEPTH_FACTORS = tuple(round(0.8 + 0.05 * i, 2) for i in range(13))
+#: E2 depth grid: 5 depths T* + k * DEPTH_STEP (DEPTH_STEP = the layer step eta, so every depth is
+#: a whole number of layers), k = k_c - 2 .. k_c + 2 with k_c = round(c / DEPTH_STEP) and
+#: c = (1/2) log(1 + sigma2/tau2) (sized by a pilot: 7 points cost 40% more for no better interval,
+#: and a window shifted towards one end of the grid biases the minimiser).
+DEPTH_STEP = 0.05
 #: Grid points on each side of the grid minimum in the quadratic fit of the minimiser.
 HALF_WINDOW = 2
+#: How far above T_G the extrapolated minimiser may lie: Euler layers of step 0.05 need 0.003-0.004
+#: more depth than the continuous-depth T_G (theory.depth_noise.gaussian_layers_fractional).
+EULER_ALLOWANCE = 0.005
 #: The asymptotic regime of the stability bound S1, with margin: N >= REGIME * N_c.
 REGIME = 10.0
 BOOTSTRAP = 2000
+#: E1 and E5: the floor alternatives, as fractions of the Bayes risk; a check passes when the upper
+#: end of the floor's interval lies below half of its alternative (midway between no floor and it).
+FLOOR_OF_MMSE = 0.03
+CLEAN_FLOOR_OF_MMSE = 0.004
+#: E1: exponents tried for the power-law part of gap = c + b N^-a.
+FLOOR_EXPONENTS = tuple(round(0.25 + 0.05 * i, 2) for i in range(36))
 
 
 # --------------------------------------------------------------------------------------------
@@ -101,22 +123,38 @@ def recovery_configs(quick: bool) -> dict[str, dict]:
     return configs
 
 
+def depth_grid(tau2: float, h2: float) -> list[float]:
+    """E2's five depths for a prior ``N(0, tau2)`` at bandwidth ``h2``: ``T* + k * DEPTH_STEP`` around ``T* + c``.
+
+    The grid is a design choice (where to look: the measured minimisers and the parabola windows
+    around them, sized by a pilot); the decisions read their predictions from
+    :mod:`theory.depth_noise` at call time, never from here.
+    """
+    lead = SIGMA2 / (2 * h2)
+    centre = round(0.5 * math.log1p(SIGMA2 / tau2) / DEPTH_STEP)
+    return [round(lead + k * DEPTH_STEP, 10) for k in range(max(0, centre - 2), centre + 3)]
+
+
 def depth_configs(quick: bool) -> dict[str, dict]:
-    """E2: Gaussian prior, two N a factor 4 apart, T on a grid of multiples of T*, one sweep per h2."""
-    h2s, ns, seeds = ((0.25, 0.125), [2048, 8192], 6) if quick else ((0.25, 0.125, 0.0625), [4096, 16384, 65536], 8)
+    """E2: Gaussian priors N(0, tau2), three N, depths on a grid around T_G, one sweep per (tau2, h2).
+
+    Quick: h2 = 0.25 for both tau2 and h2 = 0.125 for tau2 = 1, 4 seeds; full: both h2 for both
+    tau2, 10 seeds. N in {4096, 16384, 65536} (N / N_c >= 200 at h2 = 0.125).
+    """
+    pairs = [(1.0, 0.25), (0.25, 0.25), (1.0, 0.125)] + ([] if quick else [(0.25, 0.125)])
     return {
-        f"h2={h2:g}": {
-            "name": mode_name("E2", f"h2={h2:g}", quick),
-            "prior": {"family": "Gaussian", "mean": [0.0], "var": DEPTH_TAU2},
+        f"tau2={tau2:g}-h2={h2:g}": {
+            "name": mode_name("E2", f"tau2={tau2:g}-h2={h2:g}", quick),
+            "prior": {"family": "Gaussian", "mean": [0.0], "var": tau2},
             "sigma2": SIGMA2,
-            "n": ns,
-            "seeds": {"start": 0, "count": seeds},
+            "n": [4096, 16384, 65536],
+            "seeds": {"start": 0, "count": 4 if quick else 10},
             "estimators": ["two-stage"],
             "h2": h2,
-            "T": {"rule": "scale", "factor": list(DEPTH_FACTORS)},
+            "T": {"rule": "grid", "values": depth_grid(tau2, h2)},
             "options": fast_options(["two-stage"]),
         }
-        for h2 in h2s
+        for tau2, h2 in pairs
     }
 
 
@@ -154,14 +192,116 @@ def clean_configs(quick: bool) -> dict[str, dict]:
     }
 
 
+# --------------------------------------------------------------------------------------------
+# Simulating a pool of seeds, deciding on a subset
+# --------------------------------------------------------------------------------------------
+
+
+def _seed_range(config: dict) -> tuple[int, int]:
+    seeds = config["seeds"]
+    return int(seeds.get("start", 0)), int(seeds["count"])
+
+
+def intended_seeds(config: dict) -> set[int]:
+    """The seeds a figure (and ``attneb verify``'s decision) uses: the config's own, not a power pool's."""
+    start, count = _seed_range(config)
+    return set(range(start, start + count))
+
+
+def _keep(rows: list[dict], seeds: set[int]) -> list[dict]:
+    return [r for r in rows if r["seed"] in seeds]
+
+
 def _run(configs: dict[str, dict], ctx: Context) -> dict[str, list[dict]]:
-    rows = run_configs(list(configs.values()), ctx.store_path, workers=ctx.workers)
-    return {part: rows[config["name"]] for part, config in configs.items()}
+    """Simulate the pool of seeds of every config (resuming the store); rows of this replicate's seeds, by part.
+
+    The rows of the pool are cached in ``ctx.cache`` so that decisions repeated under other
+    theories (and replicates) do not read the store again.
+    """
+    key = ("convergence-rows", tuple(c["name"] for c in configs.values()), ctx.pool, str(ctx.store_path))
+    if key not in ctx.cache:
+        pooled = []
+        for config in configs.values():
+            start, count = _seed_range(config)
+            pooled.append({**config, "seeds": ctx.pool_seeds(count, start)})
+        rows = run_configs(pooled, ctx.store_path, workers=ctx.workers)
+        ctx.cache[key] = {part: rows[config["name"]] for part, config in configs.items()}
+    out = {}
+    for part, config in configs.items():
+        start, count = _seed_range(config)
+        out[part] = _keep(ctx.cache[key][part], set(ctx.subsample_seeds(count, start)))
+    return out
 
 
 def _stored(configs: dict[str, dict], store: ResultStore) -> dict[str, list[dict]]:
+    """Rows of the configs' own seeds (a power analysis may have stored more)."""
     rows = stored_rows(store, [c["name"] for c in configs.values()])
-    return {part: rows[config["name"]] for part, config in configs.items()}
+    return {part: _keep(rows[config["name"]], intended_seeds(config)) for part, config in configs.items()}
+
+
+def _plot(name: str, ctx: Context) -> tuple[str, ...]:
+    """Draw study ``name``'s figure into the report folder, except inside a power analysis."""
+    if ctx.power:
+        return ()
+    return (STUDIES[name].plot(ctx.store_path, ctx.out, quick=ctx.quick).name,)
+
+
+def _resample_weights(seeds: int, seed: int = 0) -> np.ndarray:
+    """``(BOOTSTRAP, seeds)`` weights of bootstrap resamples of the seeds (each row sums to 1)."""
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(0, seeds, (BOOTSTRAP, seeds))
+    weights = np.zeros((BOOTSTRAP, seeds))
+    np.add.at(weights, (np.repeat(np.arange(BOOTSTRAP), seeds), picks.ravel()), 1.0)
+    return weights / seeds
+
+
+def _table(rows: list[dict], column: str, x: str = "n") -> tuple[np.ndarray, list[int], np.ndarray]:
+    """``(xs, seeds, values)`` with ``values[s, i]`` = ``column`` of seed ``s`` at ``x = xs[i]``."""
+    xs = np.array(sorted({r[x] for r in rows}), dtype=float)
+    seeds = sorted({r["seed"] for r in rows})
+    index = {v: i for i, v in enumerate(xs)}
+    values = np.full((len(seeds), len(xs)), np.nan)
+    for r in rows:
+        values[seeds.index(r["seed"]), index[float(r[x])]] = r[column]
+    if np.isnan(values).any():
+        raise LookupError(f"incomplete table of {column!r}: some seed lacks some {x}")
+    return xs, seeds, values
+
+
+# --------------------------------------------------------------------------------------------
+# Floors: gap = c + b N^-a, with an interval for c by a bootstrap over seeds
+# --------------------------------------------------------------------------------------------
+
+
+def floor_fit(n: np.ndarray, table: np.ndarray, exponents=FLOOR_EXPONENTS, level: float = 0.95) -> dict:
+    """Least-squares fit of ``gap(N) = c + b N^-a`` to the mean over seeds, with a bootstrap interval for ``c``.
+
+    ``table[s, i]`` is the gap of seed ``s`` at ``n[i]``. For each exponent ``a`` of ``exponents``
+    the fit is linear in ``(c, b)``; the exponent with the smallest weighted residual is kept
+    (profile least squares). Weights are ``1 / variance over seeds`` at each ``N`` (so adding a
+    constant to every gap shifts ``c`` by exactly that constant). The interval is the percentile
+    interval of ``c`` over :data:`BOOTSTRAP` resamples of the seeds, shared across ``N`` (batches
+    of one seed at different ``N`` share random numbers), each refitted, exponent included.
+    Vectorised: one least-squares solve per exponent for all resamples.
+    """
+    n = np.asarray(n, dtype=float)
+    seeds = table.shape[0]
+    means = np.vstack([table.mean(axis=0), _resample_weights(seeds) @ table])  # (1 + B, K)
+    spread = table.var(axis=0, ddof=1)
+    root_w = 1.0 / np.sqrt(np.where(spread > 0, spread, spread[spread > 0].min() if (spread > 0).any() else 1.0))
+    best = np.full(len(means), np.inf)
+    c = np.zeros(len(means))
+    a_best = np.zeros(len(means))
+    target = (means * root_w).T  # (K, 1 + B)
+    for a in exponents:
+        design = np.column_stack([np.ones_like(n), n ** -a]) * root_w[:, None]
+        coef = np.linalg.pinv(design) @ target  # least squares for every resample at once
+        sse = ((design @ coef - target) ** 2).sum(axis=0)
+        better = sse < best
+        best[better], c[better], a_best[better] = sse[better], coef[0][better], a
+    low, high = np.quantile(c[1:], [(1 - level) / 2, (1 + level) / 2])
+    return {"c": float(c[0]), "ci": [float(low), float(high)], "a": float(a_best[0]),
+            "gap_at_largest_n": float(table[:, -1].mean())}
 
 
 # --------------------------------------------------------------------------------------------
@@ -169,12 +309,27 @@ def _stored(configs: dict[str, dict], store: ResultStore) -> dict[str, list[dict
 # --------------------------------------------------------------------------------------------
 
 
-def gap_slopes(rows_by_part: dict[str, list[dict]], estimator: str, keep=lambda row: True) -> dict[str, stats.SlopeFit]:
-    """Log-log fit of the gap to Bayes against N, over every seed, per part (rows that ``keep`` accepts)."""
+def recovery_data(rows_by_part: dict[str, list[dict]]) -> dict[str, list[dict]]:
+    """The E1 rows as the decisions see them (the identity; a data alternative swaps this function)."""
+    return rows_by_part
+
+
+def _with_floor(rows_by_part: dict[str, list[dict]]) -> dict[str, list[dict]]:
+    """E1 data alternative: every two-stage gap (in-sample and fresh queries) plus FLOOR_OF_MMSE x the Bayes risk."""
+    out = {}
+    for part, rows in rows_by_part.items():
+        out[part] = [{**r, "gap": r["gap"] + FLOOR_OF_MMSE * r["mmse"], "oos_gap": r["oos_gap"] + FLOOR_OF_MMSE * r["mmse"]}
+                     if r["estimator"] == "two-stage" else r for r in rows]
+    return out
+
+
+def gap_slopes(rows_by_part: dict[str, list[dict]], estimator: str, keep=lambda row: True,
+               column: str = "gap") -> dict[str, stats.SlopeFit]:
+    """Log-log fit of ``column`` (the gap to Bayes) against N, over every seed, per part (rows that ``keep`` accepts)."""
     fits = {}
     for part, rows in rows_by_part.items():
         ours = [r for r in rows if r["estimator"] == estimator and keep(r)]
-        fits[part] = stats.loglog_slope([r["n"] for r in ours], [r["gap"] for r in ours])
+        fits[part] = stats.loglog_slope([r["n"] for r in ours], [r[column] for r in ours])
     return fits
 
 
@@ -223,26 +378,66 @@ def _schedule(rows_by_part: dict, schedule: str) -> dict:
     return {part: rows for part, rows in rows_by_part.items() if part.endswith(f"-{schedule}")}
 
 
-@check("C8", "E1: gap to Bayes falls with N along h2 = (4 sigma2/e)/log N (N >> N_c), T = T* (three priors)")
+_E1_NOTE = ("N from 256 up to 131072 for the 1-D priors, to 2048 quick / 4096 full for the sphere in R^3; 4 seeds quick, "
+            "6 full, subsampled from a pool in a power analysis")
+
+
+@check(
+    "C8", "E1: gap to Bayes falls with N along h2 = (4 sigma2/e)/log N (N >> N_c), T = T* (three priors)",
+    criterion="for each of the three priors (Gaussian N(0,1), two clusters, uniform sphere in R^3), sigma2 = 0.5, "
+    "along h2 = (4 sigma2/e)/log N with T = T*, the least-squares slope of log(gap to Bayes, in-sample) against log N "
+    f"over every N and seed has its 95% t-interval below 0 ({_E1_NOTE})",
+    replication="subsample",
+    alternatives=[
+        alternative("no Stage 1 (depth unnecessary)", "two-stage rows replaced by the Stage-2-alone rows",
+                    swap("proofs_check.convergence_checks:recovery_data", lambda real: _two_stage_is_l0), kind="data"),
+        alternative("gap with a floor of 3% of the Bayes risk",
+                    "every two-stage gap (in-sample and fresh queries) plus 0.03 x MMSE",
+                    swap("proofs_check.convergence_checks:recovery_data", lambda real: _with_floor), kind="data"),
+    ],
+    note="cannot tell a gap that vanishes from one that falls onto a floor; the floor check below does",
+)
 def recovery(ctx: Context) -> Evidence:
-    rows = _run(recovery_configs(ctx.quick), ctx)
-    png = STUDIES["E1"].plot(ctx.store_path, ctx.out, quick=ctx.quick)
+    rows = recovery_data(_run(recovery_configs(ctx.quick), ctx))
+    figs = _plot("E1", ctx)
     fits = gap_slopes(_schedule(rows, "log"), "two-stage")
-    text = "; ".join(f"{part}: {fit.slope}" for part, fit in fits.items())
+    oos = gap_slopes(_schedule(rows, "log"), "two-stage", column="oos_gap")
+    text = "; ".join(f"{part}: {fit.slope} (out-of-sample {oos[part].slope})" for part, fit in fits.items())
     n_max = {part: max(r["n"] for r in part_rows) for part, part_rows in _schedule(rows, "log").items()}
     return Evidence(
         passed=bool(fits) and all(fit.slope.high < 0 for fit in fits.values()),
         kind="rate",
         summary=f"gap ~ N^p fitted over N (up to {n_max}) and seeds, N/N_c = N^(1/2): {text} "
-        "(passes when every interval lies below 0)",
-        data={"slopes": {p: [f.slope.estimate, f.slope.low, f.slope.high] for p, f in fits.items()}, "n_max": n_max},
-        figures=(png.name,),
+        "(passes when every in-sample interval lies below 0)",
+        data={"slopes": {p: [f.slope.estimate, f.slope.low, f.slope.high] for p, f in fits.items()},
+              "oos_slopes": {p: [f.slope.estimate, f.slope.low, f.slope.high] for p, f in oos.items()}, "n_max": n_max},
+        figures=figs,
     )
 
 
-@check("C8", "E1, scope: along h2 = 0.5 N^(-1/4) the gap falls while N >> N_c and rises once N < N_c (S1's bound)")
+def _two_stage_is_l0(rows_by_part: dict[str, list[dict]]) -> dict[str, list[dict]]:
+    """Data alternative "depth unnecessary": the two-stage rows carry the Stage-2-alone numbers of their batch."""
+    out = {}
+    for part, rows in rows_by_part.items():
+        alone = {(r["n"], r["seed"]): r for r in rows if r["estimator"] == "stage-two-only"}
+        out[part] = [{**r, **{k: alone[(r["n"], r["seed"])][k] for k in ("mse", "gap", "excess", "oos_mse", "oos_gap",
+                                                                           "oos_excess")}}
+                     if r["estimator"] == "two-stage" else r for r in rows]
+    return out
+
+
+@check(
+    "C8", "E1, scope: along h2 = 0.5 N^(-1/4) the gap falls while N >> N_c and rises once N < N_c (S1's bound)",
+    criterion="along h2 = 0.5 N^(-1/4) (T = T*): the log-log slope of the in-sample gap over the N with N >= 10 N_c has "
+    "its 95% interval below 0 for every prior, and for every prior whose largest N is below N_c the gap there exceeds "
+    "the smallest mean gap over N (paired 95% t-interval above 0), which is reached at N >= N_c",
+    replication="subsample",
+    alternatives=[alternative("no Stage 1 (depth unnecessary)", "two-stage rows replaced by the Stage-2-alone rows",
+                              swap("proofs_check.convergence_checks:recovery_data", lambda real: _two_stage_is_l0),
+                              kind="data")],
+)
 def recovery_needs_stability(ctx: Context) -> Evidence:
-    rows = _schedule(_run(recovery_configs(ctx.quick), ctx), "power")
+    rows = _schedule(recovery_data(_run(recovery_configs(ctx.quick), ctx)), "power")
     early = gap_slopes(rows, "two-stage", keep=lambda r: n_over_n_c(r) >= REGIME)
     turns = {part: turn_around(part_rows) for part, part_rows in rows.items()}
     below = {part: t for part, t in turns.items() if t["last_n_over_n_c"] < 1}
@@ -264,76 +459,418 @@ def recovery_needs_stability(ctx: Context) -> Evidence:
     )
 
 
+#: The E1 priors whose floor is decided (the sphere in R^3 stops at N = 4096, far from its floor resolution).
+FLOOR_PRIORS = ("gaussian-log", "clusters-log")
+
+
+def recovery_floors(rows_by_part: dict[str, list[dict]], estimator: str = "two-stage") -> dict[str, dict]:
+    """Per part and column (``gap``, ``oos_gap``): the fit of ``c + b N^-a`` (:func:`floor_fit`) and the Bayes risk."""
+    out = {}
+    for part, rows in rows_by_part.items():
+        ours = [r for r in rows if r["estimator"] == estimator]
+        out[part] = {"mmse": ours[0]["mmse"]}
+        for column in ("gap", "oos_gap"):
+            n, _, table = _table(ours, column)
+            out[part][column] = floor_fit(n, table)
+    return out
+
+
+@check(
+    "C8", "E1, floor: the gap along h2 = (4 sigma2/e)/log N does not stall at 3% of the Bayes risk, "
+    "in-sample and for fresh queries",
+    criterion="for the Gaussian N(0,1) and the two clusters (sigma2 = 0.5, h2 = (4 sigma2/e)/log N, T = T*, N = 256 .. "
+    "131072): gap(N) = c + b N^-a is fitted to the mean gap over seeds (weights 1/variance over seeds; a profiled over "
+    "0.25, 0.30, .., 2.00), and the 95% percentile interval of the floor c comes from 2000 resamples of the seeds "
+    "(shared across N, each refitted); floor alternative: 3% of the Bayes risk (MMSE); passes when the upper end of c's "
+    "interval lies below half of it, 1.5% of the MMSE, both for the in-sample gap and for the gap on fresh noisy queries "
+    f"(new draws from the prior, not in the context). {_E1_NOTE}; the sphere's fit is reported beside",
+    replication="subsample",
+    alternatives=[
+        alternative("gap with a floor of 3% of the Bayes risk",
+                    "every two-stage gap (in-sample and fresh queries) plus 0.03 x MMSE",
+                    swap("proofs_check.convergence_checks:recovery_data", lambda real: _with_floor), kind="data"),
+        alternative("no Stage 1 (depth unnecessary)", "two-stage rows replaced by the Stage-2-alone rows",
+                    swap("proofs_check.convergence_checks:recovery_data", lambda real: _two_stage_is_l0), kind="data"),
+    ],
+    note="resolution: floors of 1.5-3% of the Bayes risk. Along h2 ~ 1/log N the O(h2^2) bias of T* at finite h2 "
+    "decays only like 1/log^2 N, which a power law in N reads as a floor of a large fraction of the gap at the largest "
+    "N (about 0.7 of it for the Gaussian and the clusters, below 1% of the Bayes risk); a floor at that scale is "
+    "beyond what N <= 131072 can tell apart from a vanishing gap, so c's interval need not contain 0",
+)
+def recovery_floor(ctx: Context) -> Evidence:
+    rows = _schedule(recovery_data(_run(recovery_configs(ctx.quick), ctx)), "log")
+    floors = recovery_floors(rows)
+    threshold = FLOOR_OF_MMSE / 2
+    decided = [part for part in FLOOR_PRIORS if part in floors]
+    passed = bool(decided) and all(floors[part][column]["ci"][1] < threshold * floors[part]["mmse"]
+                                   for part in decided for column in ("gap", "oos_gap"))
+
+    def one(fit, mmse):
+        g = fit["gap_at_largest_n"]
+        return (f"c = {fit['c']:.3g} [{fit['ci'][0]:.3g}, {fit['ci'][1]:.3g}] (= {fit['c'] / g:.2f} "
+                f"[{fit['ci'][0] / g:.2f}, {fit['ci'][1] / g:.2f}] x the gap at the largest N; upper end "
+                f"{100 * fit['ci'][1] / mmse:.2g}% of MMSE), a = {fit['a']:.2f}")
+
+    text = "; ".join(f"{part}{'' if part in FLOOR_PRIORS else ' (reported, not decided)'}: in-sample "
+                     f"{one(f['gap'], f['mmse'])}; fresh queries {one(f['oos_gap'], f['mmse'])}"
+                     for part, f in floors.items())
+    return Evidence(
+        passed=passed, kind="interval",
+        summary=f"gap = c + b N^-a, 95% bootstrap intervals over seeds: {text} (passes when, for the Gaussian and the "
+        f"clusters, c's upper end lies below {100 * threshold:g}% of the MMSE in-sample and out-of-sample; floor "
+        f"alternative {100 * FLOOR_OF_MMSE:g}%)",
+        data={"floors": floors, "floor_alternative_of_mmse": FLOOR_OF_MMSE, "threshold_of_mmse": threshold},
+    )
+
+
 # --------------------------------------------------------------------------------------------
 # E2: depth-noise relation (C6)
 # --------------------------------------------------------------------------------------------
 
 
-def _parabola_minimum(T: np.ndarray, gap: np.ndarray) -> float:
-    """Minimiser of the least-squares parabola in ``log gap`` over the grid minimum and its neighbours.
-
-    The window holds :data:`HALF_WINDOW` grid points on each side of the grid minimum (shifted
-    inwards at the ends of the grid); the grid minimum itself is returned if the parabola is not convex.
+def parabola_minima(T: np.ndarray, curves: np.ndarray) -> np.ndarray:
+    """Per row of ``curves`` (positive, over the depths ``T``): the vertex of the least-squares parabola in
+    ``log curve`` over the grid minimum and :data:`HALF_WINDOW` grid points on each side (shifted inwards at
+    the ends of the grid); the grid minimum itself where the parabola is not convex. Vectorised over rows.
     """
-    i = int(np.argmin(gap))
-    lo = int(np.clip(i - HALF_WINDOW, 0, len(T) - 2 * HALF_WINDOW - 1))
-    window = slice(lo, lo + 2 * HALF_WINDOW + 1)
-    a, b, _ = np.polyfit(T[window], np.log(gap[window]), 2)
-    return float(-b / (2 * a)) if a > 0 else float(T[i])
+    T = np.asarray(T, dtype=float)
+    curves = np.atleast_2d(curves)
+    width = 2 * HALF_WINDOW + 1
+    log_curves = np.log(curves)
+    grid_min = np.argmin(curves, axis=1)
+    starts = np.clip(grid_min - HALF_WINDOW, 0, len(T) - width)
+    out = np.empty(len(curves))
+    for start in np.unique(starts):
+        rows = np.flatnonzero(starts == start)
+        t = T[start:start + width]
+        centre = t.mean()
+        design = np.column_stack([(t - centre) ** 2, t - centre, np.ones_like(t)])
+        a, b, _ = np.linalg.pinv(design) @ log_curves[rows, start:start + width].T
+        convex = a > 0
+        out[rows] = np.where(convex, centre - b / (2 * np.where(convex, a, 1.0)), T[grid_min[rows]])
+    return out
 
 
-def measured_minimiser(rows: list[dict], *, level: float = 0.95, seed: int = 0) -> stats.Interval:
-    """Depth minimising the mean gap over seeds, with a bootstrap interval (resampling seeds).
+def depth_data(rows_by_part: dict[str, list[dict]]) -> dict[str, list[dict]]:
+    """The E2 rows as the decisions see them (the identity; a data alternative may swap this function)."""
+    return rows_by_part
 
-    The minimiser is that of :func:`_parabola_minimum` applied to the mean gap over seeds; the
-    interval is the ``level`` percentile interval of the same over :data:`BOOTSTRAP` resamples of
-    the seeds.
+
+def _prior_var(row: dict) -> float:
+    return json.loads(row["spec"])["prior"]["var"]
+
+
+def depth_minimisers(rows: list[dict], column: str = "oos_gap", level: float = 0.95) -> dict:
+    """The minimiser of the mean gap over depth at each N and its extrapolation ``T_min(N) = T_inf - b N^(-1/2)``.
+
+    Per N, the minimiser of the mean ``column`` over seeds (:func:`parabola_minima`), and over
+    :data:`BOOTSTRAP` resamples of the seeds (shared across N). ``T_inf`` is the weighted least-squares
+    intercept in ``N^(-1/2)`` (weights 1 / bootstrap variance of each N's minimiser); its interval is
+    ``T_inf +- t_{S-1} sqrt(S/(S-1)) se`` at ``level``, ``se`` the standard deviation of ``T_inf`` over the
+    resamples (S seeds).
     """
-    by_seed = defaultdict(dict)
+    by_n = defaultdict(list)
     for r in rows:
-        by_seed[r["seed"]][r["T"]] = r["gap"]
-    T = np.array(sorted(next(iter(by_seed.values()))))
-    table = np.array([[by_seed[s][t] for t in T] for s in sorted(by_seed)])
-    best = _parabola_minimum(T, table.mean(axis=0))
-    rng = np.random.default_rng(seed)
-    boots = [_parabola_minimum(T, table[rng.integers(0, len(table), len(table))].mean(axis=0))
-             for _ in range(BOOTSTRAP)]
-    low, high = np.quantile(boots, [(1 - level) / 2, (1 + level) / 2])
-    return stats.Interval(best, float(low), float(high), level, len(table))
+        by_n[r["n"]].append(r)
+    ns = sorted(by_n)
+    tables = [_table(by_n[n], column, x="T") for n in ns]
+    T = tables[0][0]
+    seeds = tables[0][1]
+    if any(not np.array_equal(t[0], T) or t[1] != seeds for t in tables):
+        raise LookupError("E2 needs the same depths and seeds at every N")
+    weights = _resample_weights(len(seeds))
+    point = np.array([parabola_minima(T, t[2].mean(axis=0))[0] for t in tables])
+    boots = np.column_stack([parabola_minima(T, weights @ t[2]) for t in tables])
+    variance = boots.var(axis=0, ddof=1)
+    x = np.asarray(ns, dtype=float) ** -0.5
+    design = np.column_stack([np.ones_like(x), -x])
+    w = 1.0 / np.maximum(variance, 1e-12)
+    solve = np.linalg.solve(design.T @ (w[:, None] * design), design.T * w)  # coefficients = solve @ minimisers
+    t_inf = float(solve[0] @ point)
+    spread = float((boots @ solve[0]).std(ddof=1)) * math.sqrt(len(seeds) / (len(seeds) - 1))
+    half = float(sstats.t.ppf(0.5 + level / 2, len(seeds) - 1)) * spread
+    last_min = int(np.argmin(tables[-1][2].mean(axis=0)))
+    return {"ns": ns, "per_n": point.tolist(), "per_n_se": np.sqrt(variance).tolist(), "T_inf": t_inf,
+            "bracketed": 0 < last_min < len(T) - 1,
+            "ci": [t_inf - half, t_inf + half], "se": spread, "slope_b": float(solve[1] @ point), "seeds": len(seeds),
+            "grid": [float(T[0]), float(T[-1])], "level": level}
 
 
-def depth_cases(rows_by_part: dict[str, list[dict]]) -> dict[str, dict]:
-    """Per h2 and N: the measured minimiser with its interval, T*, the exact Gaussian horizon T_G and N_c."""
+def depth_cases(rows_by_part: dict[str, list[dict]], level: float = 0.95) -> dict[str, dict]:
+    """Per (tau2, h2): the extrapolated minimiser (fresh queries, and in-sample), with T*, T_G and N_c at call time."""
     cases = {}
     for part, rows in rows_by_part.items():
-        for n in sorted({r["n"] for r in rows}):
-            mine = [r for r in rows if r["n"] == n]
-            first = mine[0]
-            tau2 = json.loads(first["spec"])["prior"]["var"]
-            minimiser = measured_minimiser(mine)
-            case = {
-                "h2": first["h2"], "n": n, "seeds": minimiser.n,
-                "measured": minimiser.estimate, "ci": [minimiser.low, minimiser.high],
-                "leading": depth_noise.leading_horizon(first["sigma2"], first["h2"]),
-                "exact": depth_noise.gaussian_horizon(first["sigma2"], tau2, first["h2"]),
-                "N_c": stability.token_scaling(first["sigma2"], first["h2"]),
-            }
-            case["in_regime"] = n >= REGIME * case["N_c"]
-            case["exact_inside"] = case["ci"][0] <= case["exact"] <= case["ci"][1]
-            case["leading_inside"] = case["ci"][0] <= case["leading"] <= case["ci"][1]
-            cases[f"{part}, N={n}"] = case
+        first = rows[0]
+        tau2, h2, sigma2 = _prior_var(first), first["h2"], first["sigma2"]
+        lead = float(depth_noise.leading_horizon(sigma2, h2))
+        exact = float(depth_noise.gaussian_horizon(sigma2, tau2, h2))
+        cases[part] = {
+            "tau2": tau2, "h2": h2, "leading": lead, "exact": exact,
+            "N_c": float(stability.token_scaling(sigma2, h2)),
+            "oos": depth_minimisers(rows, "oos_gap", level), "in_sample": depth_minimisers(rows, "gap", level),
+        }
     return cases
 
 
-@study("E2", "gap to Bayes vs depth T at fixed N, several h2, against T* and T_G (C6)")
+@study("E2", "gap to Bayes vs depth T at three N, two tau2, against T* and T_G (C6)")
 def draw_depth(store: ResultStore, quick: bool, folder: Path) -> Path:
     rows = _stored(depth_configs(quick), store)
     return figures.plot_depth_sweep(rows, depth_cases(rows), folder)
 
 
+def _shifted_correction(fraction: float):
+    """``gaussian_horizon`` replaced by ``T* + fraction x (T_G - T*)`` (T* read at call time)."""
+    def make(real):
+        def wrong(sigma2, tau2, h2):
+            lead = depth_noise.leading_horizon(sigma2, h2)
+            return lead + fraction * (real(sigma2, tau2, h2) - lead)
+        return wrong
+    return make
+
+
+#: The wrong theories of the T_G check (and of the superseded check it replaces).
+_T_G_ALTERNATIVES = [
+    alternative("minimiser = T* (the paper's leading order taken as exact)",
+                "gaussian_horizon replaced by leading_horizon: no O(1) correction",
+                swap("theory.depth_noise:gaussian_horizon",
+                     lambda real: lambda sigma2, tau2, h2: depth_noise.leading_horizon(sigma2, h2))),
+    alternative("correction 0.75 c_G", "gaussian_horizon replaced by T* + 0.75 (T_G - T*)",
+                swap("theory.depth_noise:gaussian_horizon", _shifted_correction(0.75))),
+    alternative("correction 1.25 c_G", "gaussian_horizon replaced by T* + 1.25 (T_G - T*)",
+                swap("theory.depth_noise:gaussian_horizon", _shifted_correction(1.25))),
+]
+
+
+def _meets(interval, low: float, high: float) -> bool:
+    return interval[0] <= high and interval[1] >= low
+
+
+_E2_DESIGN = ("Gaussian prior N(0, tau2), sigma2 = 0.5, Euler layers of step 0.05, N in {4096, 16384, 65536} "
+              "(4 seeds quick, 10 full), five depths T* + 0.05 k, k = k_c - 2 .. k_c + 2, k_c = round(20 c) with "
+              "c = (1/2) log(1 + sigma2/tau2); minimiser at each N = vertex of the least-squares parabola in log(mean "
+              "gap to Bayes on fresh queries) over the five depths; finite-N model fixed "
+              "in advance: T_min(N) = T_inf - b N^(-1/2), weighted least squares over the three N (weights 1/bootstrap "
+              "variance); interval of T_inf = estimate +- t_{S-1} sqrt(S/(S-1)) x its standard deviation over 2000 "
+              "resamples of the S seeds (shared across N)")
+
+
+@check(
+    "C6", "E2: the risk-minimising depth, extrapolated to N -> oo, is T_G = T* + (1/2) log(1 + sigma2/tau2) "
+    "(tau2 = 1 and 0.25; h2 = 0.25 and 0.125)",
+    criterion=f"{_E2_DESIGN}. Cases (tau2, h2): (1, 0.25), (0.25, 0.25), (1, 0.125), and (0.25, 0.125) in full mode. "
+    "Passes when, for every case, the grid minimum of the mean gap at the largest N lies strictly inside the grid (the "
+    "minimiser is bracketed) and the interval of T_inf at level 1 - 0.05/(number of cases) (Bonferroni) meets "
+    "[T_G, T_G + 0.005], T_G = theory.depth_noise.gaussian_horizon read at call time (0.005: Euler layers of step "
+    "0.05 need 0.003-0.004 more depth than T_G, theory.depth_noise.gaussian_layers_fractional)",
+    replication="subsample",
+    alternatives=_T_G_ALTERNATIVES,
+    covers=("theory.depth_noise:gaussian_horizon",),
+)
+def depth_minimiser_is_t_g(ctx: Context) -> Evidence:
+    rows = depth_data(_run(depth_configs(ctx.quick), ctx))
+    figs = _plot("E2", ctx)
+    cases = depth_cases(rows, level=1 - 0.05 / len(rows))
+    verdicts = {part: case["oos"]["bracketed"]
+                and _meets(case["oos"]["ci"], case["exact"], case["exact"] + EULER_ALLOWANCE)
+                for part, case in cases.items()}
+
+    def line(part, case):
+        c_g = case["exact"] - case["leading"]
+        c_g = c_g if c_g != 0 else math.nan  # a theory without the correction (T_G = T*) has no unit c_G
+        m = case["oos"]
+        rel = [(v - case["leading"]) / c_g for v in (m["T_inf"], *m["ci"])]
+        per_n = ", ".join(f"N={n}: {(t - case['leading']) / c_g:.3f}" for n, t in zip(m["ns"], m["per_n"]))
+        ins = case["in_sample"]
+        verdict = (f" -> {'meets' if verdicts[part] else 'misses'} [T_G, T_G + 0.005]"
+                   + ("" if m["bracketed"] else " (grid minimum at the end of the grid)"))
+        return (f"tau2={case['tau2']:g}, h2={case['h2']:g} (T* {case['leading']:.3f}, T_G {case['exact']:.4f}): "
+                f"T_inf {m['T_inf']:.4f} [{m['ci'][0]:.4f}, {m['ci'][1]:.4f}] = T* + {rel[0]:.3f} [{rel[1]:.3f}, "
+                f"{rel[2]:.3f}] c_G (per N: {per_n}; in-sample T_inf {ins['T_inf']:.4f} [{ins['ci'][0]:.4f}, "
+                f"{ins['ci'][1]:.4f}]){verdict}")
+
+    return Evidence(
+        passed=bool(verdicts) and all(verdicts.values()),
+        kind="interval",
+        summary="; ".join(line(p, c) for p, c in cases.items())
+        + f" ({100 * next(iter(cases.values()))['oos']['level']:.1f}% intervals; passes when every minimiser is "
+        "bracketed by the grid at the largest N and every interval of T_inf meets [T_G, T_G + 0.005])",
+        data={"cases": cases, "verdicts": verdicts},
+        figures=figs,
+    )
+
+
+def _scaled_leading(factor: float):
+    return lambda real: lambda sigma2, h2: factor * real(sigma2, h2)
+
+
+def _sqrt_scaling(real):
+    """``T*`` growing like ``h2^(-1/2)``, equal to ``sigma2/(2 h2)`` at h2 = 0.25."""
+    return lambda sigma2, h2: real(sigma2, 0.25) * math.sqrt(0.25 / h2)
+
+
+#: The wrong scalings of T* that the leading-order check (and the superseded one it replaces) must reject.
+_LEADING_ALTERNATIVES = [
+    alternative("T* = sigma2/h2", "leading_horizon doubled", swap("theory.depth_noise:leading_horizon",
+                                                                   _scaled_leading(2.0))),
+    alternative("T* = sigma2/(4 h2)", "leading_horizon halved", swap("theory.depth_noise:leading_horizon",
+                                                                      _scaled_leading(0.5))),
+    alternative("T* ~ h2^(-1/2)", "leading_horizon = sigma2/(2 sqrt(0.25 h2)): right at h2 = 0.25, wrong scaling",
+                swap("theory.depth_noise:leading_horizon", lambda real: _sqrt_scaling(real))),
+]
+
+
+@check(
+    "C6", "E2, leading order: the minimising depth grows like T* = sigma2/(2 h2) as h2 halves (O(1) remainder)",
+    criterion=f"{_E2_DESIGN}. For every tau2 simulated at both h2 = 0.25 and 0.125 (tau2 = 1 quick; 1 and 0.25 full): "
+    "the slope (T_inf(0.125) - T_inf(0.25)) / (T*(0.125) - T*(0.25)), T* = theory.depth_noise.leading_horizon read at "
+    "call time, has its 95% interval (Bonferroni over the tau2; the two T_inf independent, their standard errors "
+    "added in quadrature, t with S-1 degrees of freedom) containing 1, and both minimisers are bracketed by the grid "
+    "at the largest N (its grid minimum is not at an end of the grid)",
+    replication="subsample",
+    alternatives=_LEADING_ALTERNATIVES,
+    covers=("theory.depth_noise:leading_horizon",),
+    note="T_G is not an alternative of this check: T_G = T* + O(1) obeys the leading-order relation; the O(1) offset "
+    "is decided by the T_G check, whose registered alternatives include 'minimiser = T*'",
+)
+def depth_leading_order(ctx: Context) -> Evidence:
+    rows = depth_data(_run(depth_configs(ctx.quick), ctx))
+    cases = depth_cases(rows)
+    by_tau2 = defaultdict(dict)
+    for case in cases.values():
+        by_tau2[case["tau2"]][case["h2"]] = case
+    pairs = {tau2: hs for tau2, hs in by_tau2.items() if len(hs) >= 2}
+    level = 1 - 0.05 / max(1, len(pairs))
+    slopes = {}
+    for tau2, hs in pairs.items():
+        wide, narrow = hs[max(hs)], hs[min(hs)]
+        rise = narrow["oos"]["T_inf"] - wide["oos"]["T_inf"]
+        run = narrow["leading"] - wide["leading"]
+        se = math.hypot(narrow["oos"]["se"], wide["oos"]["se"]) / abs(run)
+        half = float(sstats.t.ppf(0.5 + level / 2, min(narrow["oos"]["seeds"], wide["oos"]["seeds"]) - 1)) * se
+        slopes[tau2] = {"slope": rise / run, "ci": [rise / run - half, rise / run + half], "h2": [max(hs), min(hs)],
+                        "offsets": [wide["oos"]["T_inf"] - wide["leading"], narrow["oos"]["T_inf"] - narrow["leading"]],
+                        "bracketed": wide["oos"]["bracketed"] and narrow["oos"]["bracketed"]}
+    passed = bool(slopes) and all(s["ci"][0] <= 1 <= s["ci"][1] and s["bracketed"] for s in slopes.values())
+    text = "; ".join(f"tau2={tau2:g}: slope {s['slope']:.3f} [{s['ci'][0]:.3f}, {s['ci'][1]:.3f}] (T_inf - T* = "
+                     f"{s['offsets'][0]:.3f} at h2={s['h2'][0]:g}, {s['offsets'][1]:.3f} at h2={s['h2'][1]:g}"
+                     f"{'' if s['bracketed'] else '; a grid minimum at the end of the grid'})"
+                     for tau2, s in slopes.items())
+    return Evidence(passed=passed, kind="interval",
+                    summary=f"{text} ({100 * level:.1f}% intervals; passes when every interval contains 1 and the "
+                    "minimisers are bracketed: the minimising depth grows like sigma2/(2 h2), whatever its O(1) offset)",
+                    data={"slopes": {str(k): v for k, v in slopes.items()}})
+
+
+def measured_minimiser(rows: list[dict], *, level: float = 0.95, column: str = "gap") -> stats.Interval:
+    """Depth minimising the mean gap over seeds, with a percentile bootstrap interval (resampling seeds).
+
+    The E2 minimiser of the first registered criterion: :func:`parabola_minima` of the mean
+    ``column`` over seeds, and its ``level`` percentile interval over :data:`BOOTSTRAP` resamples.
+    """
+    T, seeds, table = _table(rows, column, x="T")
+    best = parabola_minima(T, table.mean(axis=0))[0]
+    boots = parabola_minima(T, _resample_weights(len(seeds)) @ table)
+    low, high = np.quantile(boots, [(1 - level) / 2, (1 + level) / 2])
+    return stats.Interval(float(best), float(low), float(high), level, len(seeds))
+
+
+def _superseded_cases(rows_by_part):
+    """The first registered E2 design: tau2 = 1, every h2, the in-sample minimiser at the largest N."""
+    cases = {}
+    for part, rows in rows_by_part.items():
+        if _prior_var(rows[0]) != 1.0:
+            continue
+        n = max(r["n"] for r in rows)
+        first = rows[0]
+        iv = measured_minimiser([r for r in rows if r["n"] == n])
+        case = {"h2": first["h2"], "n": n, "measured": iv.estimate, "ci": [iv.low, iv.high],
+                "leading": float(depth_noise.leading_horizon(first["sigma2"], first["h2"])),
+                "exact": float(depth_noise.gaussian_horizon(first["sigma2"], 1.0, first["h2"])),
+                "N_c": float(stability.token_scaling(first["sigma2"], first["h2"]))}
+        case["in_regime"] = n >= REGIME * case["N_c"]
+        cases[part] = case
+    return cases
+
+
+@check(
+    "C6", "E2 (superseded, first criterion): T_G lies in the bootstrap interval of the minimiser at the largest N",
+    criterion="Gaussian N(0, 1), sigma2 = 0.5, every h2 with N_max >= 10 N_c: T_G = T* + (1/2) log(1 + sigma2/tau2) lies "
+    "in the 95% percentile bootstrap interval (seeds) of the in-sample risk-minimising depth at the largest N",
+    replication="subsample",
+    alternatives=_T_G_ALTERNATIVES,
+    gating=False,
+    note="superseded by 'E2: the risk-minimising depth, extrapolated to N -> oo, is T_G': at finite N the minimiser sits "
+    "below T_G and approaches it as N grows, so an interval at one N misses T_G once it is narrow; evaluated on the "
+    "current E2 runs (tau2 = 1)",
+)
+def depth_t_g_at_largest_n(ctx: Context) -> Evidence:
+    cases = _superseded_cases(depth_data(_run(depth_configs(ctx.quick), ctx)))
+    judged = {p: c for p, c in cases.items() if c["in_regime"]}
+    passed = bool(judged) and all(c["ci"][0] <= c["exact"] <= c["ci"][1] for c in judged.values())
+    text = "; ".join(f"h2={c['h2']:g}, N={c['n']}: T_min {c['measured']:.4f} [{c['ci'][0]:.4f}, {c['ci'][1]:.4f}], "
+                     f"T_G {c['exact']:.4f} ({'in' if c['ci'][0] <= c['exact'] <= c['ci'][1] else 'out'})"
+                     for c in cases.values())
+    return Evidence(passed=passed, kind="interval", summary=f"{text} (passes when T_G lies in every interval)",
+                    data={"cases": cases})
+
+
+def _closest_to_zero(interval) -> float:
+    low, high = interval
+    return 0.0 if low <= 0 <= high else min(abs(low), abs(high))
+
+
+def _farthest_from_zero(interval) -> float:
+    return max(abs(v) for v in interval)
+
+
+@check(
+    "C6", "E2 (superseded, second criterion): T_min/T* - 1 at the largest N shrinks as h2 halves",
+    criterion="Gaussian N(0, 1), sigma2 = 0.5: at the largest N the 95% bootstrap interval of T_min/T* - 1 lies "
+    "strictly closer to 0 than that of the next larger h2, for every h2",
+    replication="subsample",
+    alternatives=_LEADING_ALTERNATIVES,
+    gating=False,
+    note="superseded by 'E2: the risk-minimising depth, extrapolated to N -> oo, is T_G' and 'E2, leading order': "
+    "this criterion passes for T* + c with any constant c != 0 and fails if the minimiser is exactly T*; evaluated on "
+    "the current E2 runs (tau2 = 1)",
+)
+def depth_minimiser(ctx: Context) -> Evidence:
+    cases = _superseded_cases(depth_data(_run(depth_configs(ctx.quick), ctx)))
+    largest = sorted(cases.values(), key=lambda c: -c["h2"])
+    excess = [[c["ci"][0] / c["leading"] - 1, c["ci"][1] / c["leading"] - 1] for c in largest]
+    shrinking = all(_farthest_from_zero(smaller) < _closest_to_zero(larger) for larger, smaller in zip(excess, excess[1:]))
+    text = "; ".join(f"h2={c['h2']:g}, N={c['n']}: T_min/T* - 1 in [{e[0]:.4f}, {e[1]:.4f}]" for c, e in zip(largest, excess))
+    return Evidence(passed=len(largest) >= 2 and shrinking, kind="interval",
+                    summary=f"{text} (passes when each interval lies strictly closer to 0 than that of the larger h2)",
+                    data={"relative_excess_at_largest_n": {str(c["h2"]): e for c, e in zip(largest, excess)}})
+
+
 # --------------------------------------------------------------------------------------------
 # E4: the estimator table (C9 and the comparison)
 # --------------------------------------------------------------------------------------------
+
+
+def table_data(rows_by_part: dict[str, list[dict]]) -> dict[str, list[dict]]:
+    """The E4 rows as the decision sees them (the identity; a data alternative swaps this function)."""
+    return rows_by_part
+
+
+def _depth_helps_in_sample_only(rows_by_part: dict[str, list[dict]]) -> dict[str, list[dict]]:
+    """Data alternative: on fresh queries the two-stage estimator is no better than Stage 2 alone."""
+    out = {}
+    for part, rows in rows_by_part.items():
+        alone = {(r["n"], r["seed"]): r for r in rows if r["estimator"] == "stage-two-only"}
+        out[part] = [{**r, **{k: alone[(r["n"], r["seed"])][k] for k in ("oos_mse", "oos_gap", "oos_excess")}}
+                     if r["estimator"] == "two-stage" else r for r in rows]
+    return out
+
+
+def _stage_two_double_bandwidth(real):
+    from numerics import estimators
+
+    def wrong(self, queries):
+        return estimators._kernel_mean(queries, self.particles_, 2 * self.sigma2, self.backend, self.tol)
+    return wrong
 
 
 def risk_table(rows_by_part: dict[str, list[dict]], column: str = "excess") -> list[dict]:
@@ -350,12 +887,12 @@ def risk_table(rows_by_part: dict[str, list[dict]], column: str = "excess") -> l
     return table
 
 
-def depth_benefit(rows: list[dict], n: int) -> stats.Interval:
-    """MSE(Stage 2 alone) - MSE(two-stage) at batch size ``n``, paired by seed, with a t-interval."""
+def depth_benefit(rows: list[dict], n: int, column: str = "mse") -> stats.Interval:
+    """``column`` of Stage 2 alone minus that of two-stage at batch size ``n``, paired by seed, with a t-interval."""
     mse = defaultdict(dict)
     for r in rows:
         if r["n"] == n:
-            mse[r["seed"]][r["estimator"]] = r["mse"]
+            mse[r["seed"]][r["estimator"]] = r[column]
     return stats.mean_interval([m["stage-two-only"] - m["two-stage"] for m in mse.values()])
 
 
@@ -380,33 +917,91 @@ def draw_table(store: ResultStore, quick: bool, folder: Path) -> Path:
     return figures.plot_estimator_table(_labelled(rows, TABLE_PRIORS), folder)
 
 
-@check("C9", "E4: two-stage vs Stage 2 alone (and every baseline) on six priors, paired over seeds")
+@check(
+    "C9", "E4: two-stage vs Stage 2 alone (and every baseline) on six priors, paired over seeds, in-sample and on "
+    "fresh queries",
+    criterion="six reference priors, sigma2 = 0.5, h2 = (4 sigma2/e)/log N, T = T*, 10 seeds, at the largest N (1024 "
+    "quick, 16384 full): the paired 95% t-interval over seeds of MSE(L = 0) - MSE(two-stage) lies above 0 on every "
+    "prior, both in-sample and for fresh noisy queries (new draws from the prior, not in the context)",
+    replication="subsample",
+    alternatives=[
+        alternative("depth unnecessary (no Stage 1)", "two-stage rows replaced by the Stage-2-alone rows of their batch",
+                    swap("proofs_check.convergence_checks:table_data", lambda real: _two_stage_is_l0), kind="data"),
+        alternative("depth helps only in-sample", "on fresh queries two-stage = Stage 2 alone",
+                    swap("proofs_check.convergence_checks:table_data", lambda real: _depth_helps_in_sample_only),
+                    kind="data"),
+        alternative("Stage-2 bandwidth 2 sigma2", "TwoStageDenoiser._denoise attends with bandwidth 2 sigma2",
+                    swap("numerics.estimators:TwoStageDenoiser._denoise", _stage_two_double_bandwidth),
+                    kind="implementation"),
+    ],
+)
 def estimator_table(ctx: Context) -> Evidence:
-    rows = _run(table_configs(ctx.quick), ctx)
-    png = STUDIES["E4"].plot(ctx.store_path, ctx.out, quick=ctx.quick)
+    rows = table_data(_run(table_configs(ctx.quick), ctx))
+    figs = _plot("E4", ctx)
     table = risk_table(rows)
+    oos_table = risk_table(rows, "oos_excess")
     gaps = risk_table(rows, "gap")
     benefits = {part: depth_benefit(r, max(x["n"] for x in r)) for part, r in rows.items()}
-    text = "; ".join(f"{TABLE_PRIORS[p][0]}: {iv}" for p, iv in benefits.items())
+    oos_benefits = {part: depth_benefit(r, max(x["n"] for x in r), "oos_mse") for part, r in rows.items()}
+    text = "; ".join(f"{TABLE_PRIORS[p][0]}: {iv} (fresh queries {oos_benefits[p]})" for p, iv in benefits.items())
     n_max = max(r["n"] for part_rows in rows.values() for r in part_rows)
     return Evidence(
-        passed=all(iv.low > 0 for iv in benefits.values()),
+        passed=all(iv.low > 0 for iv in benefits.values()) and all(iv.low > 0 for iv in oos_benefits.values()),
         kind="interval",
         summary=f"MSE(L = 0) - MSE(two-stage at T*) at N = {n_max}, sigma2 = {SIGMA2}: {text} "
-        "(passes when every interval lies above 0)",
-        data={"benefit": {p: [iv.estimate, iv.low, iv.high] for p, iv in benefits.items()}, "table": table,
-              "gap_table": gaps},
-        figures=(png.name,),
-        markdown="Excess risk (MSE − MMSE per coordinate; mean ± 95% half-width over seeds):\n\n"
+        "(passes when every interval, in-sample and on fresh queries, lies above 0)",
+        data={"benefit": {p: [iv.estimate, iv.low, iv.high] for p, iv in benefits.items()},
+              "oos_benefit": {p: [iv.estimate, iv.low, iv.high] for p, iv in oos_benefits.items()},
+              "table": table, "oos_table": oos_table, "gap_table": gaps},
+        figures=figs,
+        markdown="Excess risk (MSE − MMSE per coordinate; mean ± 95% half-width over seeds), in-sample:\n\n"
         + markdown_table(table, TABLE_PRIORS)
-        + "\n\nGap to Bayes (‖x̂ − E[x|x̃]‖²/d, the same runs; it does not carry the noise of the clean draws):\n\n"
+        + "\n\nExcess risk on fresh noisy queries (new draws from the prior, not in the context):\n\n"
+        + markdown_table(oos_table, TABLE_PRIORS)
+        + "\n\nGap to Bayes (‖x̂ − E[x|x̃]‖²/d, in-sample; it does not carry the noise of the clean draws):\n\n"
         + markdown_table(gaps, TABLE_PRIORS),
     )
+
+
+@check(
+    "C9", "E4 (superseded): two-stage vs Stage 2 alone on six priors, in-sample only",
+    criterion="six reference priors, sigma2 = 0.5, h2 = (4 sigma2/e)/log N, T = T*, 10 seeds, at the largest N: the "
+    "paired 95% t-interval over seeds of MSE(L = 0) - MSE(two-stage) on the batch itself (in-sample) lies above 0 on "
+    "every prior",
+    replication="subsample",
+    alternatives=[alternative("depth unnecessary (no Stage 1)",
+                              "two-stage rows replaced by the Stage-2-alone rows of their batch",
+                              swap("proofs_check.convergence_checks:table_data", lambda real: _two_stage_is_l0),
+                              kind="data")],
+    gating=False,
+    note="superseded by 'E4: two-stage vs Stage 2 alone ... in-sample and on fresh queries': the paper's query is a "
+    "fresh noisy token, not a token of the context",
+)
+def estimator_table_in_sample(ctx: Context) -> Evidence:
+    rows = table_data(_run(table_configs(ctx.quick), ctx))
+    benefits = {part: depth_benefit(r, max(x["n"] for x in r)) for part, r in rows.items()}
+    return Evidence(passed=all(iv.low > 0 for iv in benefits.values()), kind="interval",
+                    summary="MSE(L = 0) - MSE(two-stage at T*), in-sample: "
+                    + "; ".join(f"{TABLE_PRIORS[p][0]}: {iv}" for p, iv in benefits.items())
+                    + " (passes when every interval lies above 0)",
+                    data={"benefit": {p: [iv.estimate, iv.low, iv.high] for p, iv in benefits.items()}})
 
 
 # --------------------------------------------------------------------------------------------
 # E5: clean context (G3)
 # --------------------------------------------------------------------------------------------
+
+
+def clean_data(rows_by_part: dict[str, list[dict]]) -> dict[str, list[dict]]:
+    """The E5 rows as the decisions see them (the identity; a data alternative swaps this function)."""
+    return rows_by_part
+
+
+def _clean_with_floor(rows_by_part: dict[str, list[dict]]) -> dict[str, list[dict]]:
+    """E5 data alternative: every gap (in-sample and fresh queries) plus CLEAN_FLOOR_OF_MMSE x the Bayes risk."""
+    return {part: [{**r, "gap": r["gap"] + CLEAN_FLOOR_OF_MMSE * r["mmse"],
+                    "oos_gap": r["oos_gap"] + CLEAN_FLOOR_OF_MMSE * r["mmse"]} for r in rows]
+            for part, rows in rows_by_part.items()}
 
 
 @study("E5", "one attention step over N clean draws: gap to Bayes vs N (G3)")
@@ -415,54 +1010,65 @@ def draw_clean(store: ResultStore, quick: bool, folder: Path) -> Path:
     return figures.plot_clean_context(_labelled(rows, RECOVERY_PRIORS), folder)
 
 
-@check("G3", "E5: one attention step over clean draws reaches Bayes as N grows (three priors)")
+@check(
+    "G3", "E5: one attention step over clean draws reaches Bayes as N grows (three priors)",
+    criterion="three priors, sigma2 = 0.5, one attention step of bandwidth sigma2 over N clean draws (N = 256, 1024, "
+    "4096 quick with 4 seeds; to 16384 full with 8): the log-log slope of the in-sample gap to Bayes against N over "
+    "every N and seed has its 95% t-interval below 0 for every prior",
+    replication="subsample",
+    alternatives=[alternative("gap with a floor of 0.4% of the Bayes risk", "every gap plus 0.004 x MMSE",
+                              swap("proofs_check.convergence_checks:clean_data", lambda real: _clean_with_floor),
+                              kind="data")],
+    note="cannot tell a gap that vanishes from one that falls onto a floor; the floor check below does",
+)
 def clean_context(ctx: Context) -> Evidence:
-    rows = _run(clean_configs(ctx.quick), ctx)
-    png = STUDIES["E5"].plot(ctx.store_path, ctx.out, quick=ctx.quick)
+    rows = clean_data(_run(clean_configs(ctx.quick), ctx))
+    figs = _plot("E5", ctx)
     fits = gap_slopes(rows, "clean-context")
-    text = "; ".join(f"{RECOVERY_PRIORS[p][0]}: {fit.slope}" for p, fit in fits.items())
+    oos = gap_slopes(rows, "clean-context", column="oos_gap")
+    text = "; ".join(f"{RECOVERY_PRIORS[p][0]}: {fit.slope} (fresh queries {oos[p].slope})" for p, fit in fits.items())
     return Evidence(
         passed=all(fit.slope.high < 0 for fit in fits.values()),
         kind="rate",
         summary=f"gap ~ N^p, one step of bandwidth sigma2 = {SIGMA2} over clean draws: {text} "
-        "(passes when every interval lies below 0)",
-        data={"slopes": {p: [f.slope.estimate, f.slope.low, f.slope.high] for p, f in fits.items()}},
-        figures=(png.name,),
+        "(passes when every in-sample interval lies below 0)",
+        data={"slopes": {p: [f.slope.estimate, f.slope.low, f.slope.high] for p, f in fits.items()},
+              "oos_slopes": {p: [f.slope.estimate, f.slope.low, f.slope.high] for p, f in oos.items()}},
+        figures=figs,
     )
 
 
-def _closest_to_zero(interval) -> float:
-    low, high = interval
-    return 0.0 if low <= 0 <= high else min(abs(low), abs(high))
-
-
-def _farthest_from_zero(interval) -> float:
-    return max(abs(v) for v in interval)
-
-
-@check("C6", "E2: the depth minimising the gap to Bayes, relative to T*, tends to 1 as h2 falls; beside T_G")
-def depth_minimiser(ctx: Context) -> Evidence:
-    rows = _run(depth_configs(ctx.quick), ctx)
-    png = STUDIES["E2"].plot(ctx.store_path, ctx.out, quick=ctx.quick)
-    cases = depth_cases(rows)
-    largest = sorted({c["h2"]: c for c in sorted(cases.values(), key=lambda c: c["n"])}.values(),
-                     key=lambda c: -c["h2"])
-    excess = [[c["ci"][0] / c["leading"] - 1, c["ci"][1] / c["leading"] - 1] for c in largest]
-    shrinking = all(_farthest_from_zero(smaller) < _closest_to_zero(larger) for larger, smaller in zip(excess, excess[1:]))
-    text = "; ".join(
-        f"h2={c['h2']:g}, N={c['n']} (N/N_c={c['n'] / c['N_c']:.3g}): T_min {c['measured']:.3f} "
-        f"[{c['ci'][0]:.3f}, {c['ci'][1]:.3f}], T_min/T* {c['measured'] / c['leading']:.3f}, "
-        f"T* {c['leading']:.3f} ({'in' if c['leading_inside'] else 'out'}), "
-        f"T_G {c['exact']:.3f} ({'in' if c['exact_inside'] else 'out'}, T_G - T_min {c['exact'] - c['measured']:.3f})"
-        for c in cases.values()
-    )
-    return Evidence(
-        passed=len(largest) >= 2 and shrinking,
-        kind="interval",
-        summary=f"Gaussian prior tau2={DEPTH_TAU2}, sigma2={SIGMA2}, 95% bootstrap intervals over seeds: {text} "
-        "(passes when, at the largest N, the interval of T_min/T* - 1 lies strictly closer to 0 than that of the next "
-        "larger h2, for every h2: the leading-order relation, T_min/T* -> 1 as h2 -> 0; T_G = T* + log(1 + sigma2/tau2)/2 "
-        "is the mean-field prediction at finite h2, reported beside it)",
-        data={"cases": cases, "relative_excess_at_largest_n": {str(c["h2"]): e for c, e in zip(largest, excess)}},
-        figures=(png.name,),
-    )
+@check(
+    "G3", "E5, floor: the clean-context gap does not stall at 0.4% of the Bayes risk, in-sample and for fresh queries",
+    criterion="three priors, sigma2 = 0.5, one attention step of bandwidth sigma2 over N clean draws (N = 256, 1024, "
+    "4096 quick with 4 seeds; to 16384 full with 8): gap(N) = c + b/N (the 1/N rate of a kernel mean over N draws at a "
+    "fixed bandwidth) is fitted to the mean gap over seeds (weights 1/variance over seeds) and c's 95% percentile "
+    "interval comes from 2000 resamples of the seeds (shared across N); floor alternative: 0.4% of the Bayes risk "
+    "(MMSE); passes when, for every prior and both the in-sample gap and the gap on fresh noisy queries (new draws, not "
+    "in the context), the upper end of c's interval lies below half of it, 0.2% of the MMSE",
+    replication="subsample",
+    alternatives=[alternative("gap with a floor of 0.4% of the Bayes risk", "every gap plus 0.004 x MMSE",
+                              swap("proofs_check.convergence_checks:clean_data", lambda real: _clean_with_floor),
+                              kind="data")],
+    covers=("numerics.estimators:StageTwoOnly.denoise",),
+    note="resolution: floors of 0.2-0.4% of the Bayes risk, a few times the gap at the largest N (the gaps of 4 seeds "
+    "scatter by up to 100% at N = 4096)",
+)
+def clean_context_floor(ctx: Context) -> Evidence:
+    rows = clean_data(_run(clean_configs(ctx.quick), ctx))
+    threshold = CLEAN_FLOOR_OF_MMSE / 2
+    verdicts, fits = {}, {}
+    for part, part_rows in rows.items():
+        mmse = part_rows[0]["mmse"]
+        for column in ("gap", "oos_gap"):
+            n, _, table = _table(part_rows, column)
+            fit = {**floor_fit(n, table, exponents=(1.0,)), "mmse": mmse}
+            fits[f"{part}, {column}"] = fit
+            verdicts[f"{part}, {column}"] = fit["ci"][1] < threshold * mmse
+    text = "; ".join(f"{k}: c = {f['c']:.3g} [{f['ci'][0]:.3g}, {f['ci'][1]:.3g}] (= {f['c'] / f['gap_at_largest_n']:.2f} "
+                     f"[{f['ci'][0] / f['gap_at_largest_n']:.2f}, {f['ci'][1] / f['gap_at_largest_n']:.2f}] x the gap "
+                     f"at the largest N; upper end {100 * f['ci'][1] / f['mmse']:.2g}% of MMSE)" for k, f in fits.items())
+    return Evidence(passed=all(verdicts.values()), kind="interval",
+                    summary=f"gap = c + b/N, 95% bootstrap intervals over seeds: {text} (passes when every upper end "
+                    f"lies below {100 * threshold:g}% of the MMSE; floor alternative {100 * CLEAN_FLOOR_OF_MMSE:g}%)",
+                    data={"fits": fits, "verdicts": verdicts, "threshold_of_mmse": threshold})

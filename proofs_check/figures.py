@@ -100,33 +100,65 @@ def plot_recovery(panels: dict[str, dict[str, list[dict]]], folder: Path, name: 
 
 def plot_depth_sweep(rows_by_part: dict[str, list[dict]], cases: dict[str, dict], folder: Path,
                      name: str = "E2_depth") -> Path:
-    """E2: gap to Bayes against depth T per h2 (colour) and N (solid: largest); dotted T*, dashed T_G.
+    """E2: gap to Bayes on fresh queries against the depth offset T - T*, and the extrapolated minimiser.
 
-    ``cases`` (from :func:`proofs_check.convergence_checks.depth_cases`) gives, per h2 and N, the
-    measured minimiser (star, with its bootstrap interval) and the two predictions.
+    ``rows_by_part`` are the E2 rows per ``"tau2=..-h2=.."`` part; ``cases`` (from
+    :func:`proofs_check.convergence_checks.depth_cases`) gives, per part, ``tau2``, ``h2``, T* (``leading``),
+    T_G (``exact``) and the minimisers (``oos``: per N and extrapolated, with its interval). Left: one
+    panel per tau2, mean gap over seeds per (h2, N) (solid: largest N), dotted at T*, dashed at T_G, the
+    band T* + [0.75, 1.25] (T_G - T*) shaded. Right: each N's minimiser against N^(-1/2) in units of
+    T_G - T*, the fitted line and the interval of T_inf at N^(-1/2) = 0.
     """
-    fig, ax = plt.subplots(figsize=(6.8, 4.6))
-    for (part, rows), colour in zip(rows_by_part.items(), _colours()):
-        ns = sorted({r["n"] for r in rows})
-        for n in ns:
-            case = next(c for c in cases.values() if c["h2"] == rows[0]["h2"] and c["n"] == n)
-            T, mean, half = grouped_intervals([r for r in rows if r["n"] == n], "T", "gap")
-            style = "-o" if n == ns[-1] else "--o"
-            ax.errorbar(T, mean, yerr=half, fmt=style, color=colour, capsize=3, ms=3, alpha=1.0 if n == ns[-1] else 0.5,
-                        label=f"h2 = {case['h2']:g}, N = {n}")
-            ax.errorbar([case["measured"]], [np.interp(case["measured"], T, mean)],
-                        xerr=[[case["measured"] - case["ci"][0]], [case["ci"][1] - case["measured"]]],
-                        fmt="*", ms=11, color=colour, capsize=4)
-        ax.axvline(case["leading"], color=colour, ls=":", lw=1)
-        ax.axvline(case["exact"], color=colour, ls="--", lw=1)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("Stage-1 depth T (depth-time units, log scale)")
-    ax.set_ylabel(GAP_LABEL)
-    ax.set_title("E2: dotted T* = sigma2/(2 h2), dashed exact Gaussian T_G,\n"
-                 "star = measured minimiser with its 95% bootstrap interval", fontsize=9)
-    ax.legend(fontsize=7)
-    ax.grid(True, which="both", alpha=0.3)
+    tau2s = sorted({c["tau2"] for c in cases.values()}, reverse=True)
+    fig, axes = plt.subplots(1, len(tau2s) + 1, figsize=(5.2 * (len(tau2s) + 1), 4.4), squeeze=False)
+    colours = dict(zip(sorted({c["h2"] for c in cases.values()}, reverse=True), _colours()))
+    for ax, tau2 in zip(axes.flat, tau2s):
+        for part, case in cases.items():
+            if case["tau2"] != tau2:
+                continue
+            rows = rows_by_part[part]
+            ns = sorted({r["n"] for r in rows})
+            for n in ns:
+                T, mean, half = grouped_intervals([r for r in rows if r["n"] == n], "T", "oos_gap")
+                ax.errorbar(T - case["leading"], mean, yerr=half, fmt="-o" if n == ns[-1] else "--", ms=2.5, capsize=2,
+                            color=colours[case["h2"]], alpha=1.0 if n == ns[-1] else 0.45,
+                            label=f"h2 = {case['h2']:g}, N = {n}")
+            c_g = case["exact"] - case["leading"]
+        ax.axvline(0.0, color="k", ls=":", lw=1, label="T*")
+        ax.axvline(c_g, color="k", ls="--", lw=1, label="T_G")
+        ax.axvspan(0.75 * c_g, 1.25 * c_g, color="grey", alpha=0.12, label="T* + [0.75, 1.25] (T_G - T*)")
+        ax.set_yscale("log")
+        ax.set_xlabel("depth beyond T*, T - T* (depth-time units)")
+        ax.set_ylabel("gap to Bayes on fresh queries (squared data units)")
+        ax.set_title(f"Gaussian prior, tau2 = {tau2:g}", fontsize=9)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=6)
+    ax = axes.flat[-1]
+    for (part, case), marker in zip(cases.items(), "osD^v<>"):
+        m = case["oos"]
+        c_g = case["exact"] - case["leading"]
+        x = np.asarray(m["ns"], dtype=float) ** -0.5
+        y = (np.asarray(m["per_n"]) - case["leading"]) / c_g
+        err = 1.96 * np.asarray(m["per_n_se"]) / c_g
+        colour = colours[case["h2"]]
+        ax.errorbar(x, y, yerr=err, fmt=marker, color=colour, capsize=3, ms=4,
+                    label=f"tau2 = {case['tau2']:g}, h2 = {case['h2']:g}")
+        line = np.linspace(0.0, x.max(), 20)
+        ax.plot(line, (m["T_inf"] - m["slope_b"] * line - case["leading"]) / c_g, ":", color=colour, lw=1)
+        low, high = ((v - case["leading"]) / c_g for v in m["ci"])
+        ax.errorbar([0.0], [(m["T_inf"] - case["leading"]) / c_g], yerr=[[(m["T_inf"] - case["leading"]) / c_g - low],
+                    [high - (m["T_inf"] - case["leading"]) / c_g]], fmt=marker, color=colour, capsize=5, mfc="white")
+    ax.axhline(1.0, color="k", ls="--", lw=1)
+    ax.axhspan(0.75, 1.25, color="grey", alpha=0.12)
+    ax.axhline(0.0, color="k", ls=":", lw=1)
+    ax.set_xlabel("N^(-1/2)")
+    ax.set_ylabel("(T_min - T*) / (T_G - T*)")
+    ax.set_title("minimiser per N (95% bootstrap), fit T_inf - b N^(-1/2),\nopen marker: T_inf with its interval",
+                 fontsize=9)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=6)
+    fig.suptitle("E2: risk-minimising depth against T* = sigma2/(2 h2) (dotted) and T_G (dashed)", fontsize=10)
+    fig.tight_layout()
     return save(fig, folder, name)
 
 

@@ -6,7 +6,9 @@ table under experiment names ``"<study>-<part>-<mode>"``, other measurements as 
 Its check (in :mod:`proofs_check.convergence_checks` or :mod:`proofs_check.stability_checks`)
 fills the store, resuming whatever an interrupted run left, and draws the figure through
 :meth:`Study.plot`; ``attneb plot NAME --store PATH`` calls the same :meth:`Study.plot`,
-so a figure is redrawn from stored numbers without recomputing anything.
+so a figure is redrawn from stored numbers without recomputing anything. A power analysis may
+have stored more seeds of the same experiments (a pool it subsamples); every figure, like every
+decision of ``attneb verify``, uses only the seeds its configuration names.
 """
 
 from __future__ import annotations

@@ -234,15 +234,45 @@ def test_rows_agree_with_risk_records():
     for record in experiments.risk_records(reference, prior, 0.5, 40, [3]):
         row = rows[record.estimator]
         assert (row["mse"], row["gap"]) == (record.mse, record.gap)
-        assert row["excess"] == row["mse"] - row["mmse"]
+        assert (row["oos_mse"], row["oos_gap"]) == (record.oos_mse, record.oos_gap)
+        assert row["excess"] == row["mse"] - row["mmse"] and row["oos_excess"] == row["oos_mse"] - row["mmse"]
     mmse = prior.mmse(0.5)
-    assert rows["oracle"]["gap"] == 0.0 and rows["oracle"]["mmse"] == mmse.value
+    assert rows["oracle"]["gap"] == 0.0 and rows["oracle"]["oos_gap"] == 0.0 and rows["oracle"]["mmse"] == mmse.value
     assert rows["oracle"]["mmse_method"] == "quadrature" and rows["oracle"]["mmse_error"] == mmse.error
     assert rows["two-stage"]["n_layers"] == 4 and rows["linear"]["n_layers"] is None
     assert sweep.run_one(experiment.runs()[0]) | {"runtime_s": 0, "finished_at": 0} == rows[
         experiment.runs()[0].estimator
     ] | {"runtime_s": 0, "finished_at": 0}
     assert set(rows["oracle"]) == {name for name, _ in sweep.COLUMNS}
+
+
+def test_out_of_sample_queries_are_fresh_seeded_draws_outside_the_context():
+    prior = priors.GaussianMixture([[-2.0], [2.0]], var=0.25)
+    clean, noisy = experiments.draw_batch(prior, 0.5, 200, 3)
+    q_clean, q_noisy = experiments.draw_queries(prior, 0.5, 200, 3)
+    again = experiments.draw_queries(prior, 0.5, 200, 3)
+    assert np.array_equal(again[1], q_noisy) and np.array_equal(again[0], q_clean)
+    assert not np.isin(q_clean, clean).any() and not np.isin(q_noisy, noisy).any()
+    assert not np.array_equal(experiments.draw_queries(prior, 0.5, 200, 4)[1], q_noisy)
+    # the batch of a seed is what it was before the queries existed: default_rng(seed) alone
+    rng = np.random.default_rng(3)
+    assert np.array_equal(clean, prior.sample(200, rng))
+    # the clean-context step attends over the clean draws; its fresh queries are denoised by the same fit
+    experiment = sweep.Experiment.from_dict(config(estimators=["clean-context"], n=[64], seeds=[3]))
+    [row] = sweep.run_batch(experiment.runs())
+    est = estimators.StageTwoOnly(0.5).fit(experiments.draw_batch(prior, 0.5, 64, 3)[0])
+    q_clean, q_noisy = experiments.draw_queries(prior, 0.5, 64, 3)
+    oos = est.denoise(q_noisy)
+    assert row["oos_mse"] == pytest.approx(np.mean((oos - q_clean) ** 2), rel=1e-12)
+    assert row["oos_gap"] == pytest.approx(np.mean((oos - prior.posterior_mean(q_noisy, 0.5)) ** 2), rel=1e-12)
+
+
+def test_a_store_of_another_schema_version_is_refused(tmp_path):
+    conn = sqlite3.connect(tmp_path / "old.sqlite")
+    conn.execute("PRAGMA user_version = 1")
+    conn.close()
+    with pytest.raises(ValueError, match="schema version 1; this attneb writes 2: start a fresh store"):
+        sweep.ResultStore(tmp_path / "old.sqlite")
 
 
 def test_monte_carlo_mmse_is_seeded():

@@ -19,7 +19,9 @@ def shrink_convergence(monkeypatch):
         "clusters-power": real_recovery(quick)["clusters-power"],
         "gaussian-log": {**real_recovery(quick)["gaussian-log"], "n": [256, 1024, 4096], "seeds": {"start": 0, "count": 3}},
     })
-    _shrink(monkeypatch, convergence_checks, "depth_configs", n=[4096], seeds={"start": 0, "count": 4})
+    # two N (the extrapolation in N needs them), three seeds; tau2 = 1 at both h2 (the leading-order check needs both)
+    _shrink(monkeypatch, convergence_checks, "depth_configs", parts=("tau2=1-h2=0.25", "tau2=1-h2=0.125"),
+            n=[2048, 8192], seeds={"start": 0, "count": 3})
     _shrink(monkeypatch, convergence_checks, "table_configs", parts=("clusters", "box"), n=[128, 512],
             seeds={"start": 0, "count": 3})
     _shrink(monkeypatch, convergence_checks, "clean_configs", n=[128, 512, 2048], seeds={"start": 0, "count": 3})

@@ -1,0 +1,281 @@
+"""The checks of E1, E2, E4, E5 (C8, C6, C9, G3) and of the baselines (B1): they pass on the real
+implementation and fail when it, or the data they see, is broken on purpose.
+
+The sweeps run on the shrunken configurations of ``_small_convergence.py`` (one store per module
+for the checks that only decide again); breakages that change the simulations run in a fresh
+store of their own. The vectorised statistics are checked against their one-row versions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+
+from numerics import flow, sweep
+from proofs_check import baseline_checks, convergence_checks as cc, studies
+from proofs_check.registry import CLAIMS, Context, SEED_STRIDE
+
+from ._small_convergence import shrink_convergence
+
+#: The real E2 design (taken before the autouse fixture of conftest.py shrinks it).
+_REAL_DEPTH_CONFIGS = cc.depth_configs
+
+
+def _only_log_gaussian(monkeypatch):
+    """E1 on the Gaussian along the log schedule only (the power schedule's N = 131072 is costly)."""
+    real = cc.recovery_configs
+    monkeypatch.setattr(cc, "recovery_configs", lambda quick: {"gaussian-log": real(quick)["gaussian-log"]})
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    """One store with the shrunken E1 (Gaussian, log schedule), E2, E4 and E5 runs."""
+    out = tmp_path_factory.mktemp("convergence")
+    with pytest.MonkeyPatch.context() as mp:
+        shrink_convergence(mp)
+        _only_log_gaussian(mp)
+        ctx = Context(quick=True, out=out, power=True)
+        for configs in (cc.recovery_configs(True), cc.depth_configs(True), cc.table_configs(True),
+                        cc.clean_configs(True)):
+            cc._run(configs, ctx)
+    return out
+
+
+@pytest.fixture
+def ctx(store, monkeypatch):
+    _only_log_gaussian(monkeypatch)
+    return Context(quick=True, out=store, power=True)
+
+
+def _fresh(tmp_path, monkeypatch):
+    _only_log_gaussian(monkeypatch)
+    return Context(quick=True, out=tmp_path, power=True)
+
+
+NEW_CHECKS = [cc.depth_minimiser_is_t_g, cc.depth_leading_order, cc.recovery_floor, cc.clean_context_floor,
+              cc.estimator_table, cc.recovery, cc.clean_context]
+
+
+@pytest.mark.parametrize("check", NEW_CHECKS, ids=lambda f: f.__name__)
+def test_check_passes_on_the_real_implementation(check, ctx):
+    evidence = check(ctx)
+    assert evidence.passed, evidence.summary
+    assert evidence.figures == ()  # no figure inside a power analysis
+
+
+def _registered(func):
+    return next(c for claim in CLAIMS.values() for c in claim.checks if c.func is func)
+
+
+def test_registration_subsampled_with_criteria_and_superseded_checks_kept():
+    for func in NEW_CHECKS:
+        chk = _registered(func)
+        assert chk.replication == "subsample" and chk.criterion and chk.gating
+        assert chk.wrong_theories(), chk.name
+    for func in (cc.depth_t_g_at_largest_n, cc.depth_minimiser, cc.estimator_table_in_sample):
+        chk = _registered(func)
+        assert not chk.gating and chk.note.startswith("superseded by")
+    assert cc.depth_t_g_at_largest_n in [c.func for c in CLAIMS["C6"].checks]
+
+
+# --------------------------------------------------------------------------------------------
+# Data and theory alternatives: decided again on the same store
+# --------------------------------------------------------------------------------------------
+
+
+def _alternative(func, name):
+    return next(a for a in _registered(func).wrong_theories() if a.name == name)
+
+
+@pytest.mark.parametrize("func, name", [
+    (cc.recovery_floor, "gap with a floor of 3% of the Bayes risk"),
+    (cc.recovery_floor, "no Stage 1 (depth unnecessary)"),
+    (cc.clean_context_floor, "gap with a floor of 0.4% of the Bayes risk"),
+    (cc.estimator_table, "depth unnecessary (no Stage 1)"),
+    (cc.estimator_table, "depth helps only in-sample"),
+], ids=lambda v: getattr(v, "__name__", v))
+def test_data_alternatives_fail_the_check(func, name, ctx):
+    with _alternative(func, name).applied():
+        evidence = func(ctx)
+    assert not evidence.passed, evidence.summary
+
+
+def test_floor_alternative_shifts_the_fitted_floor_by_exactly_the_floor(ctx):
+    rows = cc._schedule(cc._run(cc.recovery_configs(True), ctx), "log")
+    real = cc.recovery_floors(rows)
+    floored = cc.recovery_floors(cc._with_floor(rows))
+    for part, fits in real.items():
+        shift = cc.FLOOR_OF_MMSE * fits["mmse"]
+        for column in ("gap", "oos_gap"):
+            assert floored[part][column]["c"] == pytest.approx(fits[column]["c"] + shift, rel=1e-9, abs=1e-12)
+            assert np.allclose(floored[part][column]["ci"], np.add(fits[column]["ci"], shift), rtol=1e-9, atol=1e-12)
+
+
+# --------------------------------------------------------------------------------------------
+# Broken implementations: measured again, in a fresh store
+# --------------------------------------------------------------------------------------------
+
+
+def _stage_one_ignores_h2(monkeypatch):
+    real = flow.particle_flow
+    monkeypatch.setattr(flow, "particle_flow", lambda x0, h2, T, **kwargs: real(x0, 0.25, T, **kwargs))
+
+
+def test_e2_fails_when_stage_one_ignores_its_bandwidth(tmp_path, monkeypatch):
+    _stage_one_ignores_h2(monkeypatch)
+    ctx = _fresh(tmp_path, monkeypatch)
+    t_g, leading = cc.depth_minimiser_is_t_g(ctx), cc.depth_leading_order(ctx)
+    assert not t_g.passed and "grid minimum at the end of the grid" in t_g.summary
+    assert not leading.passed
+
+
+def test_e1_and_e5_floors_fail_without_stage_one_or_with_a_noisy_context(tmp_path, monkeypatch):
+    monkeypatch.setattr(flow, "particle_flow", lambda x0, *args, **kwargs: np.asarray(x0, dtype=float))
+    entry = sweep.ESTIMATORS["clean-context"]
+    monkeypatch.setitem(sweep.ESTIMATORS, "clean-context", sweep.EstimatorEntry(entry.name, entry.load))
+    ctx = _fresh(tmp_path, monkeypatch)
+    assert not cc.recovery_floor(ctx).passed
+    assert not cc.clean_context_floor(ctx).passed
+
+
+# --------------------------------------------------------------------------------------------
+# Subsampled decisions: pool simulated, subset decided, figures on the intended seeds
+# --------------------------------------------------------------------------------------------
+
+
+def test_decisions_use_the_subsample_and_figures_the_intended_seeds(tmp_path, monkeypatch):
+    small = {"gaussian": {**cc.clean_configs(True)["gaussian"], "n": [128, 256], "seeds": {"start": 0, "count": 2}}}
+    monkeypatch.setattr(cc, "clean_configs", lambda quick: small)
+    pooled = Context(quick=True, out=tmp_path, pool=3, replicate=2, power=True)
+    rows = cc._run(cc.clean_configs(True), pooled)["gaussian"]
+    assert {r["seed"] for r in rows} == set(pooled.subsample_seeds(2)) and len(rows) == 4
+    with sweep.ResultStore(tmp_path / "results.sqlite") as store:
+        assert {r["seed"] for r in store.rows()} == set(range(6))  # the pool is kept
+        assert {r["seed"] for r in cc._stored(cc.clean_configs(True), store)["gaussian"]} == {0, 1}
+    assert studies.STUDIES["E5"].plot(tmp_path / "results.sqlite", tmp_path, quick=True).is_file()
+
+
+# --------------------------------------------------------------------------------------------
+# The vectorised statistics
+# --------------------------------------------------------------------------------------------
+
+
+def test_parabola_minima_agree_row_by_row_and_recover_a_parabola():
+    rng = np.random.default_rng(0)
+    T = np.round(1.0 + 0.05 * np.arange(9), 10)
+    curves = np.exp((T - rng.uniform(1.05, 1.35, (50, 1))) ** 2 * 20 + rng.normal(0, 0.01, (50, 9)))
+    together = cc.parabola_minima(T, curves)
+    assert np.allclose(together, [cc.parabola_minima(T, c)[0] for c in curves], rtol=0, atol=1e-12)
+    exact = np.exp((T - 1.234) ** 2 * 20)
+    assert cc.parabola_minima(T, exact)[0] == pytest.approx(1.234, abs=1e-9)
+
+
+def _synthetic_depth_rows(t_inf, b, ns, seeds, noise, rng):
+    rows = []
+    T = np.round(1.0 + 0.05 * np.arange(7), 10)
+    for n in ns:
+        centre = t_inf - b / math.sqrt(n)
+        for s in range(seeds):
+            wobble = rng.normal(0, noise)
+            for t in T:
+                rows.append({"n": n, "seed": s, "T": float(t), "gap": math.exp(8 * (t - centre - wobble) ** 2),
+                             "oos_gap": math.exp(8 * (t - centre - wobble) ** 2)})
+    return rows
+
+
+def test_depth_extrapolation_recovers_t_inf_with_its_coverage():
+    rng = np.random.default_rng(1)
+    covered = 0
+    for _ in range(40):
+        result = cc.depth_minimisers(_synthetic_depth_rows(1.2, 3.0, [4096, 16384, 65536], 6, 0.01, rng))
+        covered += result["ci"][0] <= 1.2 <= result["ci"][1]
+        assert result["bracketed"]
+    assert covered >= 34  # nominal 95%: 38 of 40; at least 34 (binomial 1% quantile)
+    exact = cc.depth_minimisers(_synthetic_depth_rows(1.2, 3.0, [4096, 16384, 65536], 4, 0.0, rng))
+    assert exact["T_inf"] == pytest.approx(1.2, abs=1e-6) and exact["slope_b"] == pytest.approx(3.0, abs=1e-4)
+
+
+def test_floor_fit_recovers_a_floor_and_its_absence():
+    rng = np.random.default_rng(2)
+    n = np.array([256, 1024, 4096, 16384, 65536], dtype=float)
+    clean = 0.5 * n ** -0.8
+    table = clean * np.exp(rng.normal(0, 0.05, (12, n.size)))
+    none = cc.floor_fit(n, table)
+    some = cc.floor_fit(n, table + 2e-4)
+    # no floor: c within 10% of the floor below, its interval below half of it; the floor: c shifted by it exactly
+    assert abs(none["c"]) < 2e-5 and none["ci"][1] < 1e-4 and none["a"] == pytest.approx(0.8)
+    assert some["ci"][0] > 1e-4 and some["c"] == pytest.approx(none["c"] + 2e-4, rel=1e-9)
+
+
+def test_resample_weights_are_bootstrap_resamples():
+    w = cc._resample_weights(5)
+    assert w.shape == (cc.BOOTSTRAP, 5) and np.allclose(w.sum(axis=1), 1.0)
+    assert np.allclose(w * 5, np.round(w * 5)) and np.allclose(w.mean(axis=0), 0.2, atol=0.02)
+
+
+def test_replicates_draw_other_seed_subsets():
+    base = Context(quick=True, out=None, pool=3)
+    subsets = {tuple(dataclasses.replace(base, replicate=r).subsample_seeds(4)) for r in range(1, 20)}
+    assert len(subsets) > 10 and all(set(s) <= set(range(12)) for s in subsets)
+    assert SEED_STRIDE > 12
+
+
+# --------------------------------------------------------------------------------------------
+# B1: the baselines against their definitions
+# --------------------------------------------------------------------------------------------
+
+BASELINES = [baseline_checks.npmle_is_the_npmle, baseline_checks.tweedie_kde_is_tweedie,
+             baseline_checks.linear_is_gaussian_posterior_mean]
+
+
+@pytest.mark.parametrize("check", BASELINES, ids=lambda f: f.__name__)
+def test_baseline_checks_pass(check, tmp_path):
+    evidence = check(Context(quick=True, out=tmp_path))
+    assert evidence.passed, evidence.summary
+
+
+@pytest.mark.parametrize("check, alternative", [
+    (check, alt) for check in BASELINES for alt in _registered(check).wrong_theories()
+], ids=lambda v: getattr(v, "__name__", None) or v.name)
+def test_baseline_checks_fail_under_every_wrong_implementation(check, alternative, tmp_path):
+    with alternative.applied():
+        try:
+            evidence = check(Context(quick=True, out=tmp_path))
+        except Exception:  # noqa: BLE001 - a crash counts as a rejection, as in the power analysis
+            return
+    assert not evidence.passed, evidence.summary
+
+
+def test_npmle_reference_computations_are_independent_and_right():
+    rng = np.random.default_rng(3)
+    noisy = rng.normal(size=(300, 1)) * 1.3
+    atoms = np.linspace(-3, 3, 30)[:, None]
+    log_lik = baseline_checks._log_likelihood_matrix(noisy, atoms, 0.5)
+    w = baseline_checks.plain_em(log_lik, 2000)
+    assert baseline_checks.mean_loglik(log_lik, w) >= baseline_checks.mean_loglik(log_lik, baseline_checks.plain_em(log_lik, 100))
+    assert baseline_checks.optimality_gap(log_lik, w) < 1e-2
+    from numerics import priors
+    q = rng.normal(size=(20, 1))
+    assert np.allclose(baseline_checks.bayes_mean_of_atoms(q, atoms, w, 0.5),
+                       priors.Discrete(atoms, w / w.sum()).posterior_mean(q, 0.5), atol=1e-12)
+
+
+# --------------------------------------------------------------------------------------------
+# Slow: the E2 checks on the real quick design reject their registered wrong theories
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_e2_on_the_quick_design_rejects_its_wrong_theories(tmp_path, monkeypatch):
+    monkeypatch.setattr(cc, "depth_configs", _REAL_DEPTH_CONFIGS)
+    ctx = Context(quick=True, out=tmp_path, power=True, workers=studies.default_workers())
+    assert cc.depth_minimiser_is_t_g(ctx).passed and cc.depth_leading_order(ctx).passed
+    for func in (cc.depth_minimiser_is_t_g, cc.depth_leading_order):
+        for alt in _registered(func).wrong_theories():
+            if alt.kind == "implementation":  # the 1% errors: their power is measured by proofs_check.power
+                continue
+            with alt.applied():
+                assert not func(ctx).passed, (func.__name__, alt.name)
