@@ -377,6 +377,14 @@ def horizon_standard_error(n: int, tau2: float, h2: float) -> float:
 @check("G1", "particle flow (N = 2000) returns to the prior variance at the exact Gaussian horizon",
        criterion="|D - T_G| <= 3 sqrt(2/N) (tau2 + h2)/(2 h2) + eta in both cases (sigma2 = tau2 = 1, h2 = 1/2, 1/4)",
        gating=False,
+       alternatives=[
+           alternative(f"horizon correction {c:g}", f"T_G replaced by T* + {c:g} log(1 + sigma2/tau2)",
+                       swap("theory.depth_noise:gaussian_horizon",
+                            lambda real, c=c: lambda s2, t2, h2: s2 / (2 * h2) + c * math.log1p(s2 / t2)))
+           for c in (0.25, 0.3, 0.7, 1.0)
+       ] + [alternative("sigma for sigma2 in the log", "T_G replaced by T* + (1/2) log(1 + sigma/tau2)",
+                        swap("theory.depth_noise:gaussian_horizon",
+                             lambda real: lambda s2, t2, h2: s2 / (2 * h2) + 0.5 * math.log1p(math.sqrt(s2) / t2)))],
        note="superseded by 'continuous-depth flows at six (sigma2, tau2, h2)': its tolerance assumes a sampling "
             "error of the variance that standardising the tokens removes (it accepts coefficients from about 0.28 "
             "to 0.72), and sigma2 = 1 hides sigma in place of sigma2")
@@ -408,6 +416,10 @@ def gaussian_horizon_matches_particles(ctx: Context) -> Evidence:
 @check("G2", "particle layers (N = 2000) match the layer count of the exact variance map",
        criterion="|layers - gaussian_layers| <= 3 sqrt(2/N) (tau2 + h2)/(2 h2 eta) + 1 in both cases (eta = 0.05)",
        gating=False,
+       alternatives=[alternative("continuous count ceil(T_G/eta)", "the layer count is ceil(T_G/eta)",
+                                 swap("theory.depth_noise:gaussian_layers",
+                                      lambda real: lambda s2, t2, h2, eta: math.ceil(
+                                          depth_noise.gaussian_horizon(s2, t2, h2) / eta)))],
        note="superseded by 'Euler layers of step 1/2 where the exact layer map needs 3+ layers fewer': its "
             "tolerance (+-4 to 6 layers) cannot tell the map from T_G/eta (0.1 layer apart at its cases)")
 def gaussian_layers_match_particles(ctx: Context) -> Evidence:

@@ -8,8 +8,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import baseline_checks  # noqa: F401  (registers B1: the baselines against their definitions)
 from . import claims as _claims  # noqa: F401  (registers C1-C10)
 from . import convergence_checks as _convergence_checks  # noqa: F401  (registers E1, E2, E4, E5)
+from . import evaluator_checks as _evaluator_checks  # noqa: F401  (registers the evaluators' checks)
 from . import meanfield_checks as _meanfield_checks  # noqa: F401  (registers G1, G2, S1 simulations)
 from . import numeric_checks as _numeric_checks  # noqa: F401  (registers the numeric checks)
 from . import prior_checks as _prior_checks  # noqa: F401  (registers Tweedie and the Bayes risks of every prior)

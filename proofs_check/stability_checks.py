@@ -495,18 +495,36 @@ def _draw_figure(ctx: Context) -> Path:
     return STUDIES["E3"].plot(ctx.store_path, ctx.out, quick=ctx.quick)
 
 
+def first_version_peaks(runs: list[dict], k_star: float, replicate: int) -> list[float]:
+    """Clump wavenumbers / k* of the clumped runs of the superseded E3 check, as measured."""
+    return [r["peak_k"] / k_star for r in runs if r["peak_k"] is not None]
+
+
+def _flat_first_version_peaks(real):
+    def flat(runs, k_star, replicate):
+        rng = np.random.default_rng([replicate, 3])
+        return [float(rng.choice(K_GRID)) for r in runs if r["peak_k"] is not None]
+    return flat
+
+
 @check("S1", "E3: finite-N tokens clump at the predicted scale; departure from mean field and its risk",
        criterion="The 95% t-interval over runs (h2 = 0.05; N from 250 to 128000, quick to 32000) of the mean clump "
                  "wavenumber / k* (peak of the smoothed S at the first sample where it reaches N/20) lies inside the "
                  "band where lambda >= 3/4 lambda*.",
        gating=False,
+       replication="seeds",
+       alternatives=[alternative("flat structure factor", "each clumped run's peak drawn uniformly from the k grid "
+                                 "(fresh draws in every replicate; the measured runs are the same)",
+                                 swap("proofs_check.stability_checks:first_version_peaks", _flat_first_version_peaks),
+                                 kind="data")],
        note="superseded by 'E3: onset of finite-N fluctuations': this band test passes a flat structure factor "
-            "(no preferred scale) 18% of the time with 12 clumped runs and 46% with 30; the N_c law was not tested")
+            "(no preferred scale) 18% of the time with 12 clumped runs and 46% with 30; the N_c law was not tested. "
+            "Its runs have fixed seeds: replicates redraw only the flat alternative")
 def finite_n_stability(ctx: Context) -> Evidence:
     pred = prediction()
     ns, seeds = sizes(ctx.quick)
     runs = first_version_runs(ctx)
-    peaks = [r["peak_k"] / pred["k_star"] for r in runs if r["peak_k"] is not None]
+    peaks = first_version_peaks(runs, pred["k_star"], ctx.replicate)
     band = [b / pred["k_star"] for b in pred["band"]]
     scale = stats.mean_interval(peaks) if len(peaks) >= 2 else None
     rate = growth_rate_fit(runs)

@@ -1,0 +1,119 @@
+"""The theory's evaluators against independent numerics (S1, G2).
+
+The evaluators of :mod:`theory.stability` and :mod:`theory.depth_noise` turn derived closed
+forms into numbers that the experiments compare with. Here each is recomputed by a route that
+shares nothing with the derivation: the fastest mode and the token scaling by numerically
+maximising the growth rate, the Gaussian variance map by quadrature of the mean-field attention
+against the Gaussian density.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import integrate, optimize
+
+from theory import depth_noise, stability
+
+from . import claims as _claims  # noqa: F401  (registers the claims these checks attach to)
+from .registry import Context, Evidence, alternative, check, swap
+
+#: Relative tolerance of the comparisons: the maximisation (xatol 1e-12 on k h2^(1/2)) and the
+#: quadratures (rtol 1e-12) are exact to ~1e-10 relative.
+RTOL = 1e-8
+#: Bandwidths and noise levels the evaluators are compared at (no value is 1).
+H2S = (0.05, 0.3, 2.0)
+SIGMA2S = (0.5, 2.0)
+
+
+def _argmax_rate(h2: float) -> tuple[float, float]:
+    """``(k, lambda(k))`` at the maximum of ``stability.growth_rate(., h2)``, by bounded scalar minimisation."""
+    scale = h2**-0.5
+    res = optimize.minimize_scalar(lambda u: -stability.growth_rate(u * scale, h2), bounds=(0.05, 20.0),
+                                   method="bounded", options={"xatol": 1e-12})
+    return res.x * scale, -res.fun
+
+
+@check("S1", "fastest mode and token scaling = the numeric maximum of the growth rate",
+       criterion=f"at h2 in {H2S}: fastest_mode(h2) equals the argmax and the maximum of growth_rate(., h2) found by "
+       f"bounded scalar minimisation within {RTOL:g} (relative; the argmax to 1e-5, the maximum being flat), and, at "
+       f"sigma2 in {SIGMA2S}, log token_scaling(sigma2, h2) equals 2 max_k growth_rate(k, h2) x sigma2 / (2 h2) "
+       f"within {RTOL:g}",
+       alternatives=[
+           alternative("fastest mode at k = 1/sqrt(h2)", "k* of the rate exp(-h2 k^2) h2 k^2 taken as 1/sqrt(h2)",
+                       swap("theory.stability:fastest_mode",
+                            lambda real: lambda h2: (h2**-0.5, real(h2)[1]))),
+           alternative("N_c = exp(sigma2 / (e h2))", "the token scaling with the rate 1/e",
+                       swap("theory.stability:token_scaling",
+                            lambda real: lambda s2, h2: math.exp(s2 / (math.e * h2)))),
+       ],
+       covers=("theory.stability:fastest_mode", "theory.stability:token_scaling"))
+def evaluators_of_the_stability_analysis(ctx: Context) -> Evidence:
+    residuals = {}
+    for h2 in H2S:
+        k_num, rate_num = _argmax_rate(h2)
+        k_star, rate_star = stability.fastest_mode(h2)
+        residuals[f"k* h2={h2}"] = abs(k_star / k_num - 1) * RTOL / 1e-5
+        residuals[f"lambda* h2={h2}"] = abs(rate_star / rate_num - 1)
+        for sigma2 in SIGMA2S:
+            predicted = 2 * rate_num * sigma2 / (2 * h2)
+            residuals[f"log N_c sigma2={sigma2} h2={h2}"] = abs(math.log(stability.token_scaling(sigma2, h2))
+                                                                / predicted - 1)
+    worst = max(residuals.values())
+    return Evidence(passed=worst <= RTOL, kind="numeric",
+                    summary=f"fastest_mode and token_scaling vs the numeric maximum of growth_rate: worst relative "
+                    f"residual {worst:.1e} (tolerance {RTOL:g}; the k* residual scaled by {RTOL / 1e-5:g})",
+                    data={"residuals": residuals, "tolerance": RTOL})
+
+
+def _mean_field_slope(s: float, h2: float) -> float:
+    """Slope of the mean-field attention ``a(x) = E[y K(x - y)] / E[K(x - y)]``, ``y ~ N(0, s)``, by quadrature at x = 1."""
+    sd = math.sqrt(s)
+
+    def weight(u):  # y = sd * u
+        return math.exp(-u * u / 2 - (1.0 - sd * u) ** 2 / (2 * h2))
+
+    num = integrate.quad(lambda u: u * weight(u), -12.0, 12.0, epsabs=0, epsrel=1e-12, limit=200)[0]
+    den = integrate.quad(weight, -12.0, 12.0, epsabs=0, epsrel=1e-12, limit=200)[0]
+    return sd * num / den
+
+
+#: The layers compared: (s0, h2, eta, layers).
+MAP_CASES = ((1.5, 0.05, 0.05, 4), (3.0, 0.7, 0.5, 4), (4.0, 0.5, 1.0, 3))
+
+
+@check("G2", "Gaussian variance map = one layer of the mean-field attention, by quadrature",
+       criterion=f"for (s0, h2, eta, layers) in {MAP_CASES}: every variance of gaussian_variance_map equals the "
+       "iteration s -> (1 + eta (A(s) - 1))^2 s, A(s) the slope of the mean-field attention over N(0, s) computed "
+       f"by quadrature, within {RTOL:g} relative",
+       alternatives=[
+           alternative("map with eta/2", "the variance map iterated with half the step",
+                       swap("theory.depth_noise:gaussian_variance_map",
+                            lambda real: lambda s0, h2, eta, layers: real(s0, h2, eta / 2, layers))),
+           alternative("continuous flow in place of the layers", "s -> s exp(-2 eta h2/(s + h2)) per layer",
+                       swap("theory.depth_noise:gaussian_variance_map", lambda real: _continuous_map)),
+       ],
+       covers=("theory.depth_noise:gaussian_variance_map",))
+def variance_map_by_quadrature(ctx: Context) -> Evidence:
+    residuals = {}
+    for s0, h2, eta, layers in MAP_CASES:
+        mapped = np.asarray(depth_noise.gaussian_variance_map(s0, h2, eta, layers))
+        expected = [s0]
+        for _ in range(layers):
+            s = expected[-1]
+            expected.append((1 + eta * (_mean_field_slope(s, h2) - 1)) ** 2 * s)
+        residuals[f"s0={s0} h2={h2} eta={eta}"] = float(np.max(np.abs(mapped / np.array(expected) - 1)))
+    worst = max(residuals.values())
+    return Evidence(passed=worst <= RTOL, kind="numeric",
+                    summary=f"gaussian_variance_map vs layers of the mean-field attention by quadrature: worst "
+                    f"relative residual {worst:.1e} (tolerance {RTOL:g})",
+                    data={"residuals": residuals, "tolerance": RTOL})
+
+
+def _continuous_map(s0, h2, eta, layers):
+    variances = [s0]
+    for _ in range(layers):
+        s = variances[-1]
+        variances.append(s * math.exp(-2 * eta * h2 / (s + h2)))
+    return variances
