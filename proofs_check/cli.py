@@ -57,7 +57,8 @@ def _verify(args: argparse.Namespace) -> int:
         write_report(results, out, quick=args.quick, seconds=seconds)
         print(f"power analysis ({mode}): every check under the true theory and each wrong one", flush=True)
         start = time.perf_counter()
-        replicates = {"seeds": args.replicates, "subsample": args.replicates} if args.replicates else None
+        replicates = {**({"seeds": args.replicates, "subsample": args.replicates} if args.replicates else {}),
+                      **({"pool": args.pool} if args.pool else {})} or None
         power = analyse(args.only, quick=args.quick, out=out, workers=args.workers, cache=cache,
                         replicates=replicates, on_check=lambda r: print(power_line(r), flush=True))
         power_seconds = time.perf_counter() - start
@@ -198,6 +199,10 @@ def add_verify_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--replicates", type=_positive_int, metavar="R",
                         help="replicates per randomised check in the power analysis (default: 8/40 quick, "
                         "30/200 full, for checks with fresh seeds / seed subsets)")
+    parser.add_argument("--pool", type=_positive_int, metavar="P",
+                        help="in the power analysis, experiments simulate P times their seeds and replicates are "
+                        "random subsets of that pool (default 3 quick, 4 full); the pool's P independent seed sets "
+                        "bound the precision of their size and power")
     parser.add_argument("--load", nargs="+", metavar="MODULE",
                         help="import these modules or .py files first: they may register claims, checks and "
                         "alternatives of their own (see README, 'Adding a claim')")
