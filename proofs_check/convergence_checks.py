@@ -664,7 +664,8 @@ _E2_DESIGN = ("Gaussian prior N(0, tau2), sigma2 = 0.5, Euler layers of step 0.0
     "0.05 need 0.003-0.004 more depth than T_G, theory.depth_noise.gaussian_layers_fractional)",
     replication="subsample",
     alternatives=_T_G_ALTERNATIVES,
-    covers=("theory.depth_noise:gaussian_horizon",),
+    note="resolution: about +-6% of the correction c_G in quick mode, +-2-8% in full; a 1% error in T_G (6% of c_G at "
+    "tau2 = 1) is below it, and is rejected by G1 and by the evaluators' check instead",
 )
 def depth_minimiser_is_t_g(ctx: Context) -> Evidence:
     rows = depth_data(_run(depth_configs(ctx.quick), ctx))
@@ -728,9 +729,9 @@ _LEADING_ALTERNATIVES = [
     "at the largest N (its grid minimum is not at an end of the grid)",
     replication="subsample",
     alternatives=_LEADING_ALTERNATIVES,
-    covers=("theory.depth_noise:leading_horizon",),
     note="T_G is not an alternative of this check: T_G = T* + O(1) obeys the leading-order relation; the O(1) offset "
-    "is decided by the T_G check, whose registered alternatives include 'minimiser = T*'",
+    "is decided by the T_G check, whose registered alternatives include 'minimiser = T*'. Resolution: about +-3% on "
+    "the slope, so a 1% error in T* is rejected by the evaluators' check, not here",
 )
 def depth_leading_order(ctx: Context) -> Evidence:
     rows = depth_data(_run(depth_configs(ctx.quick), ctx))
@@ -1050,7 +1051,6 @@ def clean_context(ctx: Context) -> Evidence:
     alternatives=[alternative("gap with a floor of 0.4% of the Bayes risk", "every gap plus 0.004 x MMSE",
                               swap("proofs_check.convergence_checks:clean_data", lambda real: _clean_with_floor),
                               kind="data")],
-    covers=("numerics.estimators:StageTwoOnly.denoise",),
     note="resolution: floors of 0.2-0.4% of the Bayes risk, a few times the gap at the largest N (the gaps of 4 seeds "
     "scatter by up to 100% at N = 4096)",
 )

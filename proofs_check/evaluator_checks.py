@@ -111,6 +111,55 @@ def variance_map_by_quadrature(ctx: Context) -> Evidence:
                     data={"residuals": residuals, "tolerance": RTOL})
 
 
+def _numeric_horizon(sigma2: float, tau2: float, h2: float) -> float:
+    """Depth at which the mean-field variance ODE ``ds/dt = 2 s (A(s) - 1)`` brings ``tau2 + sigma2`` to ``tau2``.
+
+    ``A(s)`` is the slope of the mean-field attention by quadrature; the ODE is integrated by
+    DOP853 (rtol 1e-12) to the event ``s = tau2``.
+    """
+    def reached(t, s):
+        return s[0] - tau2
+
+    reached.terminal = True
+    sol = integrate.solve_ivp(lambda t, s: [2 * s[0] * (_mean_field_slope(s[0], h2) - 1)], (0.0, 1e3),
+                              [tau2 + sigma2], method="DOP853", rtol=1e-12, atol=1e-14, events=reached)
+    return float(sol.t_events[0][0])
+
+
+#: (sigma2, tau2, h2) at which the horizons are recomputed; and the small bandwidths of the leading-order limit.
+HORIZON_CASES = ((0.5, 1.0, 0.3), (2.0, 0.25, 0.7), (3.0, 1.5, 2.0))
+SMALL_H2 = (0.02, 0.01)
+
+
+@check("G1", "exact Gaussian and leading-order horizons = the mean-field variance ODE integrated numerically",
+       criterion=f"at (sigma2, tau2, h2) in {HORIZON_CASES}: gaussian_horizon equals the depth at which ds/dt = 2 s "
+       "(A(s) - 1), A(s) the slope of the mean-field attention over N(0, s) by quadrature, integrated by DOP853 to s = "
+       f"tau2, within {RTOL:g} relative; and h2 leading_horizon(sigma2, h2) equals the h2 -> 0 limit of h2 times that "
+       f"depth, extrapolated linearly from h2 in {SMALL_H2}, within {RTOL:g} relative",
+       alternatives=[
+           alternative("horizon correction 1/4", "T_G = T* + (1/4) log(1 + sigma2/tau2)",
+                       swap("theory.depth_noise:gaussian_horizon",
+                            lambda real: lambda s2, t2, h2: s2 / (2 * h2) + 0.25 * math.log1p(s2 / t2))),
+           alternative("leading order sigma2/h2", "T* = sigma2/h2 (variance removed at rate h2)",
+                       swap("theory.depth_noise:leading_horizon", lambda real: lambda s2, h2: s2 / h2)),
+       ],
+       covers=("theory.depth_noise:gaussian_horizon", "theory.depth_noise:leading_horizon"))
+def horizons_by_the_numeric_variance_flow(ctx: Context) -> Evidence:
+    residuals = {}
+    for sigma2, tau2, h2 in HORIZON_CASES:
+        numeric = _numeric_horizon(sigma2, tau2, h2)
+        residuals[f"T_G sigma2={sigma2} tau2={tau2} h2={h2}"] = abs(depth_noise.gaussian_horizon(sigma2, tau2, h2)
+                                                                    / numeric - 1)
+        (a, b), (ta, tb) = SMALL_H2, (_numeric_horizon(sigma2, tau2, h2_) for h2_ in SMALL_H2)
+        limit = (b * (a * ta) - a * (b * tb)) / (b - a)  # h2 T(h2) is linear in h2 for the Gaussian prior
+        residuals[f"T* sigma2={sigma2} h2={h2}"] = abs(h2 * depth_noise.leading_horizon(sigma2, h2) / limit - 1)
+    worst = max(residuals.values())
+    return Evidence(passed=worst <= RTOL, kind="numeric",
+                    summary=f"gaussian_horizon and leading_horizon vs the mean-field variance ODE by quadrature and "
+                    f"DOP853: worst relative residual {worst:.1e} (tolerance {RTOL:g})",
+                    data={"residuals": residuals, "tolerance": RTOL})
+
+
 def _continuous_map(s0, h2, eta, layers):
     variances = [s0]
     for _ in range(layers):

@@ -265,8 +265,8 @@ C7_SIGMA2, C7_H2, C7_ETA = 0.7, 0.2, 0.1
     "C7", "Stage 2 = posterior mean under the refined empirical prior",
     criterion=f"with sigma2 = {C7_SIGMA2}, h2 = {C7_H2}, eta = {C7_ETA}: the denoiser's horizon equals T* = sigma2/(2 h2) "
     "of theory.depth_noise (to 1e-12), and |TwoStageDenoiser.denoise - Discrete(refined tokens).posterior_mean at "
-    f"bandwidth sigma2| and |TwoStageDenoiser.denoise - TwoStageTransformer(L = round(T*/eta) layers)| are <= "
-    f"{IDENTITY_TOL:g}",
+    f"bandwidth sigma2|, |TwoStageDenoiser.denoise - TwoStageTransformer(L = round(T*/eta) layers)| and, for L = 0, "
+    f"|StageTwoOnly.denoise - Discrete(noisy tokens).posterior_mean at sigma2| are <= {IDENTITY_TOL:g}",
     alternatives=[
         alternative("Stage-2 bandwidth 2 sigma2", "the posterior mean taken at noise 2 sigma2",
                     swap("proofs_check.numeric_checks:stage_two_bandwidth", lambda real: (lambda s2, h2: 2 * s2))),
@@ -284,7 +284,7 @@ C7_SIGMA2, C7_H2, C7_ETA = 0.7, 0.2, 0.1
                     kind="implementation"),
     ],
     covers=("numerics.estimators:TwoStageDenoiser.denoise", "numerics.transformer:TwoStageTransformer.__call__",
-            "numerics.flow:leading_horizon"),
+            "numerics.flow:leading_horizon", "numerics.estimators:StageTwoOnly.denoise"),
 )
 def stage_two_is_empirical_bayes(ctx: Context) -> Evidence:
     rng = np.random.default_rng(7)
@@ -298,13 +298,16 @@ def stage_two_is_empirical_bayes(ctx: Context) -> Evidence:
     T = depth_noise.leading_horizon(sigma2, h2)
     layers = max(1, round(T / eta))
     net = transformer.TwoStageTransformer(h2, sigma2, layers, T / layers)
+    alone = estimators.StageTwoOnly(sigma2).fit(noisy).denoise(queries)
     residuals = {
         "horizon": abs(model.T_ - T),
         "denoise-posterior": float(np.abs(ours - post).max()),
         "denoise-transformer": float(np.abs(ours - net(noisy, queries)).max()),
+        "L=0 vs noisy-prior posterior": float(np.abs(
+            alone - priors.Discrete(noisy).posterior_mean(queries, stage_two_bandwidth(sigma2, h2))).max()),
     }
     return _identity(residuals, IDENTITY_TOL, f"horizon vs T*, Stage 2 vs Discrete(particles).posterior_mean and the "
-                     f"{layers}-layer transformer")
+                     f"{layers}-layer transformer, Stage 2 alone vs Discrete(noisy tokens).posterior_mean")
 
 
 def _order_two(real):

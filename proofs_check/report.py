@@ -140,8 +140,16 @@ def _power_markdown(power: dict) -> list[str]:
     if weak:
         lines += ["", "What these checks cannot tell apart (power below the goal or not measured, or size above it):", ""]
         for c in weak:
-            what = ", ".join(c["weak_against"]) or c["build_error"] or "(no wrong theory registered)"
-            lines.append(f"- {c['claim']} · {c['check']}: size {c['size']['rate']:.2f}; weak against: {what}")
+            if c["build_error"]:
+                what = c["build_error"]
+            elif not c["power"]:
+                what = "no wrong theory registered"
+            elif c["weak_against"]:
+                what = "weak against: " + ", ".join(c["weak_against"])
+            else:
+                what = "rejects every wrong theory registered"
+            size = " (above the goal)" if c["size"]["rate"] > GOAL_SIZE else ""
+            lines.append(f"- {c['claim']} · {c['check']}: size {c['size']['rate']:.2f}{size}; {what}")
     return lines
 
 
