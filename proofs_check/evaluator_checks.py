@@ -1,10 +1,11 @@
 """The theory's evaluators against independent numerics (S1, G2).
 
 The evaluators of :mod:`theory.stability` and :mod:`theory.depth_noise` turn derived closed
-forms into numbers that the experiments compare with. Here each is recomputed by a route that
-shares nothing with the derivation: the fastest mode and the token scaling by numerically
-maximising the growth rate, the Gaussian variance map by quadrature of the mean-field attention
-against the Gaussian density.
+forms into numbers that the experiments compare with. Here each is recomputed numerically: the
+Gaussian variance map and the horizons from the mean-field attention by quadrature against the
+Gaussian density (a route that shares nothing with the derivation); the fastest mode and the token
+scaling by maximising the evaluator ``growth_rate`` numerically (a consistency check of the three
+evaluators with one another: ``growth_rate`` itself is checked against particles by the lattice check).
 """
 
 from __future__ import annotations
