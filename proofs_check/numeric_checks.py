@@ -68,6 +68,11 @@ def _kernel_bandwidth_doubled(real):
     return lambda queries, keys, h2, **kw: real(queries, keys, 2 * h2, **kw)
 
 
+KERNEL_BANDWIDTH_DOUBLED = alternative("kernel bandwidth 2 h2", "kernel_mean computed with bandwidth 2 h2",
+                                       swap("numerics.kernels:kernel_mean", _kernel_bandwidth_doubled),
+                                       kind="implementation")
+
+
 def _head_without_key_norm_bias(real):
     return classmethod(lambda cls, dim, h2: dataclasses.replace(real(dim, h2), key_norm_coef=0.0))
 
@@ -101,8 +106,7 @@ def _kernel_bandwidth_halved(real):
         alternative("key-norm bias -beta ||x_j||^2", "the bias without its factor 1/2",
                     swap("numerics.transformer:AttentionHead.gaussian", _head_with_full_key_norm_bias),
                     kind="implementation"),
-        alternative("kernel bandwidth 2 h2", "kernel_mean computed with bandwidth 2 h2",
-                    swap("numerics.kernels:kernel_mean", _kernel_bandwidth_doubled), kind="implementation"),
+        KERNEL_BANDWIDTH_DOUBLED,
         alternative("kernel exp(-||u||^2 / h2)", "kernel_mean computed with bandwidth h2 / 2",
                     swap("numerics.kernels:kernel_mean", _kernel_bandwidth_halved), kind="implementation"),
     ],
@@ -183,8 +187,8 @@ def mp_log_kde(query: np.ndarray, keys: np.ndarray, h2: float) -> tuple[float, n
         return float(log_kde(*at)), np.array([float(g) for g in gradient])
 
 
-def _score_factor_sqrt(real):
-    return lambda h2: h2**0.5
+SIGMA_FOR_SIGMA2 = alternative("score times sqrt(h2) (sigma for sigma2)", "a(q) - q compared with sqrt(h2) grad log KDE",
+                               swap("proofs_check.numeric_checks:score_factor", lambda real: (lambda h2: h2**0.5)))
 
 
 @check(
@@ -193,8 +197,7 @@ def _score_factor_sqrt(real):
     f"|h2 kde_score(q) - h2 grad log KDE(q)| and |log_kde(q) - log KDE(q)| are <= {IDENTITY_TOL:g}, the log-KDE and "
     f"its gradient evaluated by mpmath at {MP_DIGITS} digits",
     alternatives=[
-        alternative("score times sqrt(h2) (sigma for sigma2)", "a(q) - q compared with sqrt(h2) grad log KDE",
-                    swap("proofs_check.numeric_checks:score_factor", _score_factor_sqrt)),
+        SIGMA_FOR_SIGMA2,
         alternative("score times 2 h2", "a(q) - q compared with 2 h2 grad log KDE",
                     swap("proofs_check.numeric_checks:score_factor", lambda real: (lambda h2: 2 * h2))),
         alternative("score times 1 (no h2)", "a(q) - q compared with grad log KDE",
@@ -208,8 +211,7 @@ def _score_factor_sqrt(real):
                                                                   + np.log(len(k)) + k.shape[1] / 2
                                                                   * np.log(2 * np.pi * h2))),
                     kind="implementation"),
-        alternative("kernel bandwidth 2 h2", "kernel_mean computed with bandwidth 2 h2",
-                    swap("numerics.kernels:kernel_mean", _kernel_bandwidth_doubled), kind="implementation"),
+        KERNEL_BANDWIDTH_DOUBLED,
     ],
     covers=("numerics.kernels:kernel_mean", "numerics.kernels:kde_score", "numerics.kernels:log_kde"),
 )
@@ -232,8 +234,7 @@ def residual_is_mp_score(ctx: Context) -> Evidence:
     criterion=f"at h2 in (0.5, 5): |a(q) - q - h2 FD5[log_kde](q)| <= {FD_TOL:g} (five-point differences, step "
     f"{FD_STEP:g}: truncation ~1e-12, rounding ~1e-13)",
     alternatives=[
-        alternative("score times sqrt(h2) (sigma for sigma2)", "a(q) - q compared with sqrt(h2) grad log KDE",
-                    swap("proofs_check.numeric_checks:score_factor", _score_factor_sqrt)),
+        SIGMA_FOR_SIGMA2,
         alternative("log-KDE at bandwidth 2 h2", "log_kde computed with bandwidth 2 h2",
                     swap("numerics.kernels:log_kde", _kernel_bandwidth_doubled), kind="implementation"),
     ],
