@@ -88,6 +88,13 @@ FLOOR_OF_MMSE = 0.03
 CLEAN_FLOOR_OF_MMSE = 0.004
 #: E1: exponents tried for the power-law part of gap = c + b N^-a.
 FLOOR_EXPONENTS = tuple(round(0.25 + 0.05 * i, 2) for i in range(36))
+#: E1 floor check: per-prior floor alternatives at the resolution of the design, fixed from the stored runs that
+#: preceded them (quick pool of 12 seeds, full pool of 24): each about the mean in-sample gap of two-stage at the
+#: largest N, 131072 (Gaussian 0.030-0.032% of the MMSE, clusters 0.85-0.88%), as fractions of the Bayes risk.
+RESOLUTION_FLOORS = {"gaussian-log": 0.0003, "clusters-log": 0.0085}
+#: E4: first seed of the independent block of Stage-2-alone runs that the data alternatives stand in for two-stage
+#: (far above any pool of the table's own seeds, 0 .. 10 x pool - 1).
+SPARE_SEED_START = 50_000
 
 
 # --------------------------------------------------------------------------------------------
@@ -333,6 +340,43 @@ def gap_slopes(rows_by_part: dict[str, list[dict]], estimator: str, keep=lambda 
     return fits
 
 
+def seed_slopes(rows_by_part: dict[str, list[dict]], estimator: str, keep=lambda row: True, column: str = "gap",
+                level: float = 0.95) -> dict[str, dict]:
+    """Per part: the log-log slope of ``column`` against N fitted to each seed's rows alone, and the Student-t
+    interval of their mean over seeds.
+
+    One seed's batches at different N share random numbers, so the points of a seed are not independent of
+    one another, while seeds are: the interval is over the per-seed slopes (``S - 1`` degrees of freedom),
+    not over every (N, seed) point. A seed with fewer than two distinct N (among the rows ``keep`` accepts)
+    has no slope; ``interval`` is ``None`` when fewer than two seeds have one.
+    """
+    out = {}
+    for part, rows in rows_by_part.items():
+        by_seed = defaultdict(list)
+        for r in rows:
+            if r["estimator"] == estimator and keep(r):
+                by_seed[r["seed"]].append(r)
+        slopes = {}
+        for seed, seed_rows in sorted(by_seed.items()):
+            x = np.log([r["n"] for r in seed_rows])
+            if len(set(x.tolist())) < 2:
+                continue
+            y = np.log([r[column] for r in seed_rows])
+            slopes[seed] = float(np.sum((x - x.mean()) * (y - y.mean())) / np.sum((x - x.mean()) ** 2))
+        interval = stats.mean_interval(list(slopes.values()), level) if len(slopes) >= 2 else None
+        out[part] = {"slopes": slopes, "interval": interval,
+                     "ns": sorted({r["n"] for seed_rows in by_seed.values() for r in seed_rows})}
+    return out
+
+
+def _interval_list(iv) -> list | None:
+    return None if iv is None else [iv.estimate, iv.low, iv.high]
+
+
+def _interval_text(iv) -> str:
+    return "no interval (fewer than two seeds with two N)" if iv is None else str(iv)
+
+
 def n_over_n_c(row: dict) -> float:
     """``N / N_c`` of a row, with the stability bound ``N_c = exp(2 sigma2 / (e h2))`` of S1."""
     return row["n"] / stability.token_scaling(row["sigma2"], row["h2"])
@@ -382,24 +426,68 @@ _E1_NOTE = ("N from 256 up to 131072 for the 1-D priors, to 2048 quick / 4096 fu
             "6 full, subsampled from a pool in a power analysis")
 
 
+#: The wrong theories of the E1 slope checks (the per-seed check and the superseded pooled one).
+_E1_SLOPE_ALTERNATIVES = [
+    alternative("no Stage 1 (depth unnecessary)", "two-stage rows replaced by the Stage-2-alone rows",
+                swap("proofs_check.convergence_checks:recovery_data", lambda real: _two_stage_is_l0), kind="data"),
+    alternative("gap with a floor of 3% of the Bayes risk",
+                "every two-stage gap (in-sample and fresh queries) plus 0.03 x MMSE",
+                swap("proofs_check.convergence_checks:recovery_data", lambda real: _with_floor), kind="data"),
+]
+
+
 @check(
-    "C8", "E1: gap to Bayes falls with N along h2 = (4 sigma2/e)/log N (N >> N_c), T = T* (three priors)",
+    "C8", "E1: gap to Bayes falls with N along h2 = (4 sigma2/e)/log N (N >> N_c), T = T* (three priors; interval "
+    "over per-seed slopes)",
+    criterion="for each of the three priors (Gaussian N(0,1), two clusters, uniform sphere in R^3), sigma2 = 0.5, "
+    "along h2 = (4 sigma2/e)/log N with T = T*, the least-squares slope of log(gap to Bayes, in-sample) against log N "
+    "is fitted to each seed's batches alone (over its N), and the 95% Student-t interval of the mean of these per-seed "
+    f"slopes over the S seeds (S - 1 degrees of freedom) lies below 0 ({_E1_NOTE})",
+    replication="subsample",
+    alternatives=_E1_SLOPE_ALTERNATIVES,
+    note="supersedes the pooled interval over every (N, seed) point, which treats one seed's nested batches at "
+    "different N as independent points. Cannot tell a gap that vanishes from one that falls onto a floor (power 0 "
+    "against a floor of 3% of the MMSE, quick and full); the floor check below does",
+)
+def recovery_per_seed(ctx: Context) -> Evidence:
+    rows = _schedule(recovery_data(_run(recovery_configs(ctx.quick), ctx)), "log")
+    figs = _plot("E1", ctx)
+    fits = seed_slopes(rows, "two-stage")
+    oos = seed_slopes(rows, "two-stage", column="oos_gap")
+    pooled = gap_slopes(rows, "two-stage")
+    text = "; ".join(f"{part}: {_interval_text(fit['interval'])} (fresh queries {_interval_text(oos[part]['interval'])}; "
+                     f"pooled over (N, seed) points {pooled[part].slope})" for part, fit in fits.items())
+    n_max = {part: max(r["n"] for r in part_rows) for part, part_rows in rows.items()}
+    return Evidence(
+        passed=bool(fits) and all(f["interval"] is not None and f["interval"].high < 0 for f in fits.values()),
+        kind="rate",
+        summary=f"gap ~ N^p, slope fitted per seed over N (up to {n_max}), t-interval of the mean over seeds, "
+        f"N/N_c = N^(1/2): {text} (passes when every in-sample per-seed interval lies below 0)",
+        data={"slopes": {p: _interval_list(f["interval"]) for p, f in fits.items()},
+              "oos_slopes": {p: _interval_list(f["interval"]) for p, f in oos.items()},
+              "per_seed": {p: {str(k): v for k, v in f["slopes"].items()} for p, f in fits.items()},
+              "pooled_slopes": {p: [f.slope.estimate, f.slope.low, f.slope.high] for p, f in pooled.items()},
+              "n_max": n_max},
+        figures=figs,
+    )
+
+
+@check(
+    "C8", "E1 (superseded, pooled slope interval): gap to Bayes falls with N along h2 = (4 sigma2/e)/log N (N >> N_c), "
+    "T = T* (three priors)",
     criterion="for each of the three priors (Gaussian N(0,1), two clusters, uniform sphere in R^3), sigma2 = 0.5, "
     "along h2 = (4 sigma2/e)/log N with T = T*, the least-squares slope of log(gap to Bayes, in-sample) against log N "
     f"over every N and seed has its 95% t-interval below 0 ({_E1_NOTE})",
     replication="subsample",
-    alternatives=[
-        alternative("no Stage 1 (depth unnecessary)", "two-stage rows replaced by the Stage-2-alone rows",
-                    swap("proofs_check.convergence_checks:recovery_data", lambda real: _two_stage_is_l0), kind="data"),
-        alternative("gap with a floor of 3% of the Bayes risk",
-                    "every two-stage gap (in-sample and fresh queries) plus 0.03 x MMSE",
-                    swap("proofs_check.convergence_checks:recovery_data", lambda real: _with_floor), kind="data"),
-    ],
-    note="cannot tell a gap that vanishes from one that falls onto a floor; the floor check below does",
+    alternatives=_E1_SLOPE_ALTERNATIVES,
+    gating=False,
+    note="superseded by 'E1: gap to Bayes falls with N ... (interval over per-seed slopes)': this interval pools every "
+    "(N, seed) point as independent, but one seed's batches at different N share random numbers, so its stated 95% "
+    "level does not hold (on the stored runs the per-seed interval is 0.7-1.8x as wide); same decision on the stored "
+    "quick and full runs",
 )
 def recovery(ctx: Context) -> Evidence:
     rows = recovery_data(_run(recovery_configs(ctx.quick), ctx))
-    figs = _plot("E1", ctx)
     fits = gap_slopes(_schedule(rows, "log"), "two-stage")
     oos = gap_slopes(_schedule(rows, "log"), "two-stage", column="oos_gap")
     text = "; ".join(f"{part}: {fit.slope} (out-of-sample {oos[part].slope})" for part, fit in fits.items())
@@ -411,7 +499,6 @@ def recovery(ctx: Context) -> Evidence:
         "(passes when every in-sample interval lies below 0)",
         data={"slopes": {p: [f.slope.estimate, f.slope.low, f.slope.high] for p, f in fits.items()},
               "oos_slopes": {p: [f.slope.estimate, f.slope.low, f.slope.high] for p, f in oos.items()}, "n_max": n_max},
-        figures=figs,
     )
 
 
@@ -426,41 +513,119 @@ def _two_stage_is_l0(rows_by_part: dict[str, list[dict]]) -> dict[str, list[dict
     return out
 
 
+def _scaled_token_scaling(factor: float):
+    """``token_scaling`` (N_c) multiplied by ``factor``."""
+    return lambda real: lambda sigma2, h2: factor * real(sigma2, h2)
+
+
+def _token_scaling_at_rate(rate: float):
+    """``N_c = exp(rate x sigma2 / h2)`` in place of ``exp(2 sigma2 / (e h2))`` (rate 2/e = 0.736)."""
+    return lambda real: lambda sigma2, h2: math.exp(rate * sigma2 / h2)
+
+
+#: Fewest points (and distinct N) the scope check fits its early-regime slope to.
+EARLY_POINTS, EARLY_NS = 3, 2
+
+
 @check(
     "C8", "E1, scope: along h2 = 0.5 N^(-1/4) the gap falls while N >> N_c and rises once N < N_c (S1's bound)",
     criterion="along h2 = 0.5 N^(-1/4) (T = T*): the log-log slope of the in-sample gap over the N with N >= 10 N_c has "
     "its 95% interval below 0 for every prior, and for every prior whose largest N is below N_c the gap there exceeds "
     "the smallest mean gap over N (paired 95% t-interval above 0), which is reached at N >= N_c",
     replication="subsample",
-    alternatives=[alternative("no Stage 1 (depth unnecessary)", "two-stage rows replaced by the Stage-2-alone rows",
-                              swap("proofs_check.convergence_checks:recovery_data", lambda real: _two_stage_is_l0),
-                              kind="data")],
+    alternatives=[
+        alternative("no Stage 1 (depth unnecessary)", "two-stage rows replaced by the Stage-2-alone rows",
+                    swap("proofs_check.convergence_checks:recovery_data", lambda real: _two_stage_is_l0), kind="data"),
+        alternative("N_c x 4", "theory.stability.token_scaling multiplied by 4",
+                    swap("theory.stability:token_scaling", _scaled_token_scaling(4.0)), kind="theory"),
+        alternative("N_c / 4", "theory.stability.token_scaling divided by 4",
+                    swap("theory.stability:token_scaling", _scaled_token_scaling(0.25)), kind="theory"),
+        alternative("rate 1/e: N_c = exp(sigma2/(e h2))", "token_scaling = exp(sigma2/(e h2)), the square root of S1's",
+                    swap("theory.stability:token_scaling", _token_scaling_at_rate(1 / math.e)), kind="theory"),
+    ],
+    note="a prior with fewer than 3 points (or 2 distinct N) at N >= 10 N_c has no early slope: the check then fails "
+    "(it raised before). What it cannot tell apart, on the stored quick and full runs (seeds 0-3 / 0-5): an N_c "
+    "smaller than S1's by any factor up to 9 (the largest N stays below N_c / 9; power against N_c / 4: 0 in full, "
+    "0.40 in quick, which is its size there), nor a rate c in N_c = exp(c sigma2/h2) from 0.65 to 0.74 (quick) or "
+    "0.8 (full) against S1's 2/e = 0.736; it rejects N_c x 1.5 and more (too few early points; power 1 against "
+    "N_c x 4) and the rate 1/e (no prior's largest N below N_c; power 1). Quick-mode size 0.40 (40 subsets of a "
+    "12-seed pool; 0.025 in full): with 4 seeds the clusters' paired rise past N_c and early slope often reach 0",
 )
 def recovery_needs_stability(ctx: Context) -> Evidence:
     rows = _schedule(recovery_data(_run(recovery_configs(ctx.quick), ctx)), "power")
-    early = gap_slopes(rows, "two-stage", keep=lambda r: n_over_n_c(r) >= REGIME)
+
+    def early_regime(r):
+        return n_over_n_c(r) >= REGIME
+
+    early_ns = {part: sorted({r["n"] for r in part_rows if r["estimator"] == "two-stage" and early_regime(r)})
+                for part, part_rows in rows.items()}
+    early_points = {part: sum(1 for r in part_rows if r["estimator"] == "two-stage" and early_regime(r))
+                    for part, part_rows in rows.items()}
+    short = {part for part in rows if early_points[part] < EARLY_POINTS or len(early_ns[part]) < EARLY_NS}
+    fitted = {part: part_rows for part, part_rows in rows.items() if part not in short}
+    early = gap_slopes(fitted, "two-stage", keep=early_regime)
+    early_per_seed = seed_slopes(fitted, "two-stage", keep=early_regime)
     turns = {part: turn_around(part_rows) for part, part_rows in rows.items()}
     below = {part: t for part, t in turns.items() if t["last_n_over_n_c"] < 1}
-    passed = all(f.slope.high < 0 for f in early.values()) and bool(below) and all(
+    passed = bool(rows) and not short and all(f.slope.high < 0 for f in early.values()) and bool(below) and all(
         t["rise"][1] > 0 and t["best_n_over_n_c"] >= 1 for t in below.values())
+
+    def slope_text(part):
+        if part in short:
+            return (f"only {early_points[part]} points (N = {early_ns[part]}) with N >= {REGIME:g} N_c: no slope "
+                    "can be fitted there, which fails the check")
+        return (f"slope over N >= {REGIME:g} N_c (N = {early_ns[part]}) {early[part].slope} (interval over per-seed "
+                f"slopes {_interval_text(early_per_seed[part]['interval'])})")
+
     text = "; ".join(
-        f"{part}: slope over N >= {REGIME:g} N_c {early[part].slope}, smallest gap at N={t['best_n']} "
+        f"{part}: {slope_text(part)}, smallest gap at N={t['best_n']} "
         f"(N/N_c={t['best_n_over_n_c']:.3g}), gap(N={t['last_n']}, N/N_c={t['last_n_over_n_c']:.3g}) - smallest = "
         f"{t['rise'][0]:.3g} [{t['rise'][1]:.3g}, {t['rise'][2]:.3g}]" for part, t in turns.items()
     )
+    if not below:
+        text += "; no prior's largest N lies below N_c, so the rise past N_c is not tested, which fails the check"
     return Evidence(
         passed=passed,
         kind="interval",
-        summary=f"{text} (passes when the gap falls over N >= {REGIME:g} N_c and, for every prior whose largest N is "
-        "below N_c, the gap there exceeds the smallest gap (paired 95% interval above 0), reached at N >= N_c: "
-        "recovery needs N >> exp(2 sigma2 / (e h2)), not only N -> oo and h2 -> 0)",
+        summary=f"{text} (passes when the gap falls over N >= {REGIME:g} N_c, fitted to at least {EARLY_POINTS} points "
+        f"over {EARLY_NS} N or more, and, for every prior whose largest N is below N_c, the gap there exceeds the "
+        "smallest gap (paired 95% interval above 0), reached at N >= N_c: recovery needs N >> exp(2 sigma2 / (e h2)), "
+        "not only N -> oo and h2 -> 0)",
         data={"early_slopes": {p: [f.slope.estimate, f.slope.low, f.slope.high] for p, f in early.items()},
-              "turns": turns},
+              "early_slopes_per_seed": {p: _interval_list(f["interval"]) for p, f in early_per_seed.items()},
+              "early_ns": early_ns, "too_few_early_points": sorted(short), "turns": turns},
     )
 
 
 #: The E1 priors whose floor is decided (the sphere in R^3 stops at N = 4096, far from its floor resolution).
 FLOOR_PRIORS = ("gaussian-log", "clusters-log")
+
+
+def _with_floor_on(part: str, fraction: float):
+    """E1 data alternative: the two-stage gaps of ``part`` only plus ``fraction`` x the Bayes risk."""
+    def floored(rows_by_part: dict[str, list[dict]]) -> dict[str, list[dict]]:
+        return {p: [{**r, "gap": r["gap"] + fraction * r["mmse"], "oos_gap": r["oos_gap"] + fraction * r["mmse"]}
+                    if p == part and r["estimator"] == "two-stage" else r for r in rows]
+                for p, rows in rows_by_part.items()}
+    return floored
+
+
+def floor_resolution(fit: dict, mmse: float, threshold_of_mmse: float) -> dict:
+    """What one floor fit can tell apart.
+
+    An added floor ``f`` shifts ``c`` and its interval by exactly ``f``, so the half-floor rule ("no floor
+    ``f``" when c's upper end lies below ``f/2``) rejects, on these runs, every floor from
+    ``2 x max(upper end, 0)`` up and none below it: the run's resolution. The registered check, with its
+    threshold fixed at ``threshold_of_mmse`` x MMSE, fails when a floor of at least ``threshold - upper end``
+    is added to the measured gaps. Both in absolute units, in units of the MMSE and of the gap at the largest N.
+    """
+    upper, gap = fit["ci"][1], fit["gap_at_largest_n"]
+    smallest = 2 * max(upper, 0.0)
+    detected = max(threshold_of_mmse * mmse - upper, 0.0)
+    return {"smallest_floor_rejected": smallest, "smallest_floor_rejected_of_mmse": smallest / mmse,
+            "smallest_floor_rejected_of_gap_at_largest_n": smallest / gap,
+            "added_floor_failing_this_check": detected, "added_floor_failing_this_check_of_mmse": detected / mmse,
+            "added_floor_failing_this_check_of_gap_at_largest_n": detected / gap}
 
 
 def recovery_floors(rows_by_part: dict[str, list[dict]], estimator: str = "two-stage") -> dict[str, dict]:
@@ -491,11 +656,22 @@ def recovery_floors(rows_by_part: dict[str, list[dict]], estimator: str = "two-s
                     swap("proofs_check.convergence_checks:recovery_data", lambda real: _with_floor), kind="data"),
         alternative("no Stage 1 (depth unnecessary)", "two-stage rows replaced by the Stage-2-alone rows",
                     swap("proofs_check.convergence_checks:recovery_data", lambda real: _two_stage_is_l0), kind="data"),
+        *[alternative(f"{part.split('-')[0]}: floor at its gap at N = 131072 ({100 * fraction:g}% of the Bayes risk)",
+                      f"every two-stage gap of {part} (in-sample and fresh queries) plus {fraction:g} x MMSE, about its "
+                      "mean in-sample gap at the largest N (fixed from the stored runs); the other priors unchanged",
+                      swap("proofs_check.convergence_checks:recovery_data",
+                           lambda real, part=part, fraction=fraction: _with_floor_on(part, fraction)), kind="data")
+          for part, fraction in RESOLUTION_FLOORS.items()],
     ],
-    note="resolution: floors of 1.5-3% of the Bayes risk. Along h2 ~ 1/log N the O(h2^2) bias of T* at finite h2 "
+    note="resolution of the decision: floors of 1.5-3% of the Bayes risk (its power 1.0 against the 3% floor follows "
+    "from arithmetic: an added floor shifts c by itself, twice the threshold). Along h2 ~ 1/log N the O(h2^2) bias "
+    "of T* at finite h2 "
     "decays only like 1/log^2 N, which a power law in N reads as a floor of a large fraction of the gap at the largest "
     "N (about 0.7 of it for the Gaussian and the clusters, below 1% of the Bayes risk); a floor at that scale is "
-    "beyond what N <= 131072 can tell apart from a vanishing gap, so c's interval need not contain 0",
+    "beyond what N <= 131072 can tell apart from a vanishing gap, so c's interval need not contain 0. The runs resolve "
+    "floors down to about 2x the gap at N = 131072 (2 x c's upper end, in the evidence). Per-prior floors at that "
+    "gap (0.03% of the MMSE for the Gaussian, 0.85% for the clusters): power 0 against the Gaussian's (this check's "
+    "fixed 1.5% threshold is 45x its gap), 0.95 quick and 1.0 full against the clusters' (40 subsets each)",
 )
 def recovery_floor(ctx: Context) -> Evidence:
     rows = _schedule(recovery_data(_run(recovery_configs(ctx.quick), ctx)), "log")
@@ -514,12 +690,28 @@ def recovery_floor(ctx: Context) -> Evidence:
     text = "; ".join(f"{part}{'' if part in FLOOR_PRIORS else ' (reported, not decided)'}: in-sample "
                      f"{one(f['gap'], f['mmse'])}; fresh queries {one(f['oos_gap'], f['mmse'])}"
                      for part, f in floors.items())
+    resolution = {part: {column: floor_resolution(floors[part][column], floors[part]["mmse"], threshold)
+                         for column in ("gap", "oos_gap")} for part in decided}
+
+    def reach(part):
+        r, n_max = resolution[part], max(x["n"] for x in rows[part])
+        return (f"{part}: {100 * r['gap']['smallest_floor_rejected_of_mmse']:.3g}% of MMSE = "
+                f"{r['gap']['smallest_floor_rejected_of_gap_at_largest_n']:.2g} x the gap at N = {n_max} in-sample, "
+                f"{100 * r['oos_gap']['smallest_floor_rejected_of_mmse']:.3g}% = "
+                f"{r['oos_gap']['smallest_floor_rejected_of_gap_at_largest_n']:.2g} x on fresh queries (this check, at "
+                f"its fixed {100 * threshold:g}%, fails only for an added floor of "
+                f"{100 * r['gap']['added_floor_failing_this_check_of_mmse']:.3g}% / "
+                f"{100 * r['oos_gap']['added_floor_failing_this_check_of_mmse']:.3g}% of MMSE or more)")
+
     return Evidence(
         passed=passed, kind="interval",
         summary=f"gap = c + b N^-a, 95% bootstrap intervals over seeds: {text} (passes when, for the Gaussian and the "
         f"clusters, c's upper end lies below {100 * threshold:g}% of the MMSE in-sample and out-of-sample; floor "
-        f"alternative {100 * FLOOR_OF_MMSE:g}%)",
-        data={"floors": floors, "floor_alternative_of_mmse": FLOOR_OF_MMSE, "threshold_of_mmse": threshold},
+        f"alternative {100 * FLOOR_OF_MMSE:g}%). Resolution reached (2 x c's upper end: an added floor shifts c by "
+        f"itself, so the half-floor rule rejects floors from there up): {'; '.join(reach(p) for p in decided)}; "
+        "floors below these cannot be told apart from no floor by these runs",
+        data={"floors": floors, "floor_alternative_of_mmse": FLOOR_OF_MMSE, "threshold_of_mmse": threshold,
+              "resolution": resolution, "resolution_floors_of_mmse": dict(RESOLUTION_FLOORS)},
     )
 
 
@@ -851,19 +1043,56 @@ def depth_minimiser(ctx: Context) -> Evidence:
 # --------------------------------------------------------------------------------------------
 
 
-def table_data(rows_by_part: dict[str, list[dict]]) -> dict[str, list[dict]]:
-    """The E4 rows as the decision sees them (the identity; a data alternative swaps this function)."""
+def spare_table_configs(quick: bool) -> dict[str, dict]:
+    """E4's independent block of Stage-2-alone runs: each table config with Stage 2 alone only, on as many seeds
+    from :data:`SPARE_SEED_START`. Simulated only when a data alternative asks for it (not in ``attneb verify``)."""
+    out = {}
+    for part, config in table_configs(quick).items():
+        _, count = _seed_range(config)
+        out[part] = {**config, "name": mode_name("E4", f"{part}-spare-l0", quick), "estimators": ["stage-two-only"],
+                     "seeds": {"start": SPARE_SEED_START, "count": count}, "options": fast_options(["stage-two-only"])}
+    return out
+
+
+def table_data(rows_by_part: dict[str, list[dict]], spare) -> dict[str, list[dict]]:
+    """The E4 rows as the decision sees them: the identity. A data alternative swaps this function; ``spare()``
+    returns the rows of the independent Stage-2-alone block (:func:`spare_table_configs`), simulated on demand."""
     return rows_by_part
 
 
-def _depth_helps_in_sample_only(rows_by_part: dict[str, list[dict]]) -> dict[str, list[dict]]:
-    """Data alternative: on fresh queries the two-stage estimator is no better than Stage 2 alone."""
+_RISK_COLUMNS = ("mse", "gap", "excess", "oos_mse", "oos_gap", "oos_excess")
+_OOS_COLUMNS = ("oos_mse", "oos_gap", "oos_excess")
+
+
+def _two_stage_from_independent_l0(rows_by_part: dict[str, list[dict]], spare_by_part: dict[str, list[dict]],
+                                   columns=_RISK_COLUMNS) -> dict[str, list[dict]]:
+    """The two-stage rows carrying ``columns`` of Stage 2 alone on an independent batch: the i-th seed of the table
+    (in order) takes the i-th seed of the spare block, at the same N. The paired differences then have the spread of
+    two independent batches and mean 0 (equal risk), instead of being exactly 0."""
     out = {}
     for part, rows in rows_by_part.items():
-        alone = {(r["n"], r["seed"]): r for r in rows if r["estimator"] == "stage-two-only"}
-        out[part] = [{**r, **{k: alone[(r["n"], r["seed"])][k] for k in ("oos_mse", "oos_gap", "oos_excess")}}
+        block = spare_by_part[part]
+        pair = dict(zip(sorted({r["seed"] for r in rows}), sorted({r["seed"] for r in block})))
+        alone = {(r["n"], r["seed"]): r for r in block if r["estimator"] == "stage-two-only"}
+        out[part] = [{**r, **{k: alone[(r["n"], pair[r["seed"]])][k] for k in columns}}
                      if r["estimator"] == "two-stage" else r for r in rows]
     return out
+
+
+def _depth_unnecessary_independent(rows_by_part: dict[str, list[dict]], spare) -> dict[str, list[dict]]:
+    """E4 data alternative "depth unnecessary": two-stage measures what Stage 2 alone does, on independent batches."""
+    return _two_stage_from_independent_l0(rows_by_part, spare())
+
+
+def _depth_helps_in_sample_only(rows_by_part: dict[str, list[dict]], spare) -> dict[str, list[dict]]:
+    """E4 data alternative: on fresh queries two-stage is no better than Stage 2 alone (independent batches); its
+    in-sample numbers are the real ones."""
+    return _two_stage_from_independent_l0(rows_by_part, spare(), _OOS_COLUMNS)
+
+
+#: The E4 data alternatives' description of the independent block.
+_SPARE_TEXT = (f"Stage-2-alone rows of an independent block of as many seeds (from {SPARE_SEED_START}), paired with "
+               "the table's seeds in order: equal risk, the measured spread")
 
 
 def _stage_two_double_bandwidth(real):
@@ -919,25 +1148,32 @@ def draw_table(store: ResultStore, quick: bool, folder: Path) -> Path:
 
 
 @check(
-    "C9", "E4: two-stage vs Stage 2 alone (and every baseline) on six priors, paired over seeds, in-sample and on "
-    "fresh queries",
+    "C9", "E4: two-stage beats Stage 2 alone (L = 0) at the largest N on six priors, paired over seeds, in-sample and "
+    "on fresh queries (the baselines tabulated, not decided)",
     criterion="six reference priors, sigma2 = 0.5, h2 = (4 sigma2/e)/log N, T = T*, 10 seeds, at the largest N (1024 "
     "quick, 16384 full): the paired 95% t-interval over seeds of MSE(L = 0) - MSE(two-stage) lies above 0 on every "
     "prior, both in-sample and for fresh noisy queries (new draws from the prior, not in the context)",
     replication="subsample",
     alternatives=[
-        alternative("depth unnecessary (no Stage 1)", "two-stage rows replaced by the Stage-2-alone rows of their batch",
-                    swap("proofs_check.convergence_checks:table_data", lambda real: _two_stage_is_l0), kind="data"),
-        alternative("depth helps only in-sample", "on fresh queries two-stage = Stage 2 alone",
+        alternative("depth unnecessary (no Stage 1)", f"two-stage rows replaced by the {_SPARE_TEXT}",
+                    swap("proofs_check.convergence_checks:table_data", lambda real: _depth_unnecessary_independent),
+                    kind="data"),
+        alternative("depth helps only in-sample",
+                    f"the fresh-query numbers of two-stage replaced by those of the {_SPARE_TEXT}",
                     swap("proofs_check.convergence_checks:table_data", lambda real: _depth_helps_in_sample_only),
                     kind="data"),
         alternative("Stage-2 bandwidth 2 sigma2", "TwoStageDenoiser._denoise attends with bandwidth 2 sigma2",
                     swap("numerics.estimators:TwoStageDenoiser._denoise", _stage_two_double_bandwidth),
                     kind="implementation"),
     ],
+    note="registered until now as 'E4: two-stage vs Stage 2 alone (and every baseline) on six priors, paired over "
+    "seeds, in-sample and on fresh queries'; renamed, criterion unchanged: the decision compares two-stage with L = 0 "
+    "only, the other estimators are in the tables. The data alternatives stand independent Stage-2-alone batches "
+    "in for two-stage (simulated only in a power analysis), so that they are rejected by the paired interval, not by "
+    "differences that are exactly 0",
 )
 def estimator_table(ctx: Context) -> Evidence:
-    rows = table_data(_run(table_configs(ctx.quick), ctx))
+    rows = table_data(_run(table_configs(ctx.quick), ctx), lambda: _run(spare_table_configs(ctx.quick), ctx))
     figs = _plot("E4", ctx)
     table = risk_table(rows)
     oos_table = risk_table(rows, "oos_excess")
@@ -970,16 +1206,15 @@ def estimator_table(ctx: Context) -> Evidence:
     "paired 95% t-interval over seeds of MSE(L = 0) - MSE(two-stage) on the batch itself (in-sample) lies above 0 on "
     "every prior",
     replication="subsample",
-    alternatives=[alternative("depth unnecessary (no Stage 1)",
-                              "two-stage rows replaced by the Stage-2-alone rows of their batch",
-                              swap("proofs_check.convergence_checks:table_data", lambda real: _two_stage_is_l0),
-                              kind="data")],
+    alternatives=[alternative("depth unnecessary (no Stage 1)", f"two-stage rows replaced by the {_SPARE_TEXT}",
+                              swap("proofs_check.convergence_checks:table_data",
+                                   lambda real: _depth_unnecessary_independent), kind="data")],
     gating=False,
-    note="superseded by 'E4: two-stage vs Stage 2 alone ... in-sample and on fresh queries': the paper's query is a "
-    "fresh noisy token, not a token of the context",
+    note="superseded by 'E4: two-stage beats Stage 2 alone (L = 0) ... in-sample and on fresh queries': the paper's "
+    "query is a fresh noisy token, not a token of the context",
 )
 def estimator_table_in_sample(ctx: Context) -> Evidence:
-    rows = table_data(_run(table_configs(ctx.quick), ctx))
+    rows = table_data(_run(table_configs(ctx.quick), ctx), lambda: _run(spare_table_configs(ctx.quick), ctx))
     benefits = {part: depth_benefit(r, max(x["n"] for x in r)) for part, r in rows.items()}
     return Evidence(passed=all(iv.low > 0 for iv in benefits.values()), kind="interval",
                     summary="MSE(L = 0) - MSE(two-stage at T*), in-sample: "
@@ -1011,20 +1246,65 @@ def draw_clean(store: ResultStore, quick: bool, folder: Path) -> Path:
     return figures.plot_clean_context(_labelled(rows, RECOVERY_PRIORS), folder)
 
 
+_E5_DESIGN = ("three priors, sigma2 = 0.5, one attention step of bandwidth sigma2 over N clean draws (N = 256, 1024, "
+              "4096 quick with 4 seeds; to 16384 full with 8)")
+_E5_SLOPE_ALTERNATIVES = [alternative("gap with a floor of 0.4% of the Bayes risk", "every gap plus 0.004 x MMSE",
+                                      swap("proofs_check.convergence_checks:clean_data", lambda real: _clean_with_floor),
+                                      kind="data")]
+
+
 @check(
-    "G3", "E5: one attention step over clean draws reaches Bayes as N grows (three priors)",
+    "G3", "E5: one attention step over clean draws reaches Bayes as N grows (three priors; interval over per-seed "
+    "slopes)",
+    criterion=f"{_E5_DESIGN}: the log-log slope of the in-sample gap to Bayes against N is fitted to each seed's "
+    "batches alone (least squares over its N), and the 95% Student-t interval of the mean of these per-seed slopes "
+    "over the S seeds (S - 1 degrees of freedom) lies below 0 for every prior",
+    replication="subsample",
+    alternatives=_E5_SLOPE_ALTERNATIVES,
+    note="supersedes the pooled interval over every (N, seed) point, which treats one seed's nested batches at "
+    "different N as independent points. In quick mode (4 seeds, 3 N) the Gaussian's per-seed slopes scatter widely: "
+    "the upper end of its interval lies near 0 (-0.03 on seeds 0-3; size 0.025 over 40 subsets of a 12-seed pool, 0 "
+    "in full mode). Cannot tell a gap that vanishes from one that falls onto a floor (power 0.3 quick, 0 full, against "
+    "a floor of 0.4% of the MMSE); the floor check below does",
+)
+def clean_context_per_seed(ctx: Context) -> Evidence:
+    rows = clean_data(_run(clean_configs(ctx.quick), ctx))
+    figs = _plot("E5", ctx)
+    fits = seed_slopes(rows, "clean-context")
+    oos = seed_slopes(rows, "clean-context", column="oos_gap")
+    pooled = gap_slopes(rows, "clean-context")
+    text = "; ".join(f"{RECOVERY_PRIORS[p][0]}: {_interval_text(f['interval'])} (fresh queries "
+                     f"{_interval_text(oos[p]['interval'])}; pooled over (N, seed) points {pooled[p].slope})"
+                     for p, f in fits.items())
+    return Evidence(
+        passed=bool(fits) and all(f["interval"] is not None and f["interval"].high < 0 for f in fits.values()),
+        kind="rate",
+        summary=f"gap ~ N^p, one step of bandwidth sigma2 = {SIGMA2} over clean draws, slope fitted per seed, "
+        f"t-interval of the mean over seeds: {text} (passes when every in-sample per-seed interval lies below 0)",
+        data={"slopes": {p: _interval_list(f["interval"]) for p, f in fits.items()},
+              "oos_slopes": {p: _interval_list(f["interval"]) for p, f in oos.items()},
+              "per_seed": {p: {str(k): v for k, v in f["slopes"].items()} for p, f in fits.items()},
+              "pooled_slopes": {p: [f.slope.estimate, f.slope.low, f.slope.high] for p, f in pooled.items()}},
+        figures=figs,
+    )
+
+
+@check(
+    "G3", "E5 (superseded, pooled slope interval): one attention step over clean draws reaches Bayes as N grows "
+    "(three priors)",
     criterion="three priors, sigma2 = 0.5, one attention step of bandwidth sigma2 over N clean draws (N = 256, 1024, "
     "4096 quick with 4 seeds; to 16384 full with 8): the log-log slope of the in-sample gap to Bayes against N over "
     "every N and seed has its 95% t-interval below 0 for every prior",
     replication="subsample",
-    alternatives=[alternative("gap with a floor of 0.4% of the Bayes risk", "every gap plus 0.004 x MMSE",
-                              swap("proofs_check.convergence_checks:clean_data", lambda real: _clean_with_floor),
-                              kind="data")],
-    note="cannot tell a gap that vanishes from one that falls onto a floor; the floor check below does",
+    alternatives=_E5_SLOPE_ALTERNATIVES,
+    gating=False,
+    note="superseded by 'E5: one attention step ... (interval over per-seed slopes)': this interval pools every "
+    "(N, seed) point as independent, but one seed's batches at different N share random numbers, so its stated 95% "
+    "level does not hold (on the stored runs the per-seed interval is 0.6-2.0x as wide, 2.0x for the Gaussian in "
+    "quick mode); same decision on the stored quick and full runs",
 )
 def clean_context(ctx: Context) -> Evidence:
     rows = clean_data(_run(clean_configs(ctx.quick), ctx))
-    figs = _plot("E5", ctx)
     fits = gap_slopes(rows, "clean-context")
     oos = gap_slopes(rows, "clean-context", column="oos_gap")
     text = "; ".join(f"{RECOVERY_PRIORS[p][0]}: {fit.slope} (fresh queries {oos[p].slope})" for p, fit in fits.items())
@@ -1035,7 +1315,6 @@ def clean_context(ctx: Context) -> Evidence:
         "(passes when every in-sample interval lies below 0)",
         data={"slopes": {p: [f.slope.estimate, f.slope.low, f.slope.high] for p, f in fits.items()},
               "oos_slopes": {p: [f.slope.estimate, f.slope.low, f.slope.high] for p, f in oos.items()}},
-        figures=figs,
     )
 
 

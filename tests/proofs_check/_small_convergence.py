@@ -24,4 +24,6 @@ def shrink_convergence(monkeypatch):
             n=[2048, 8192], seeds={"start": 0, "count": 3})
     _shrink(monkeypatch, convergence_checks, "table_configs", parts=("clusters", "box"), n=[128, 512],
             seeds={"start": 0, "count": 3})
-    _shrink(monkeypatch, convergence_checks, "clean_configs", n=[128, 512, 2048], seeds={"start": 0, "count": 3})
+    # six seeds: the E5 slope interval is a t-interval over per-seed slopes (S - 1 degrees of freedom), and the
+    # Gaussian's per-seed slopes over three small N scatter by about 0.6 (with three seeds its interval reaches above 0)
+    _shrink(monkeypatch, convergence_checks, "clean_configs", n=[128, 512, 2048], seeds={"start": 0, "count": 6})

@@ -56,10 +56,12 @@ def _fresh(tmp_path, monkeypatch):
 
 
 NEW_CHECKS = [cc.depth_minimiser_is_t_g, cc.depth_leading_order, cc.recovery_floor, cc.clean_context_floor,
-              cc.estimator_table, cc.recovery, cc.clean_context]
+              cc.estimator_table, cc.recovery_per_seed, cc.clean_context_per_seed]
+#: Superseded checks still decided on the module's store (kept in the report, not gating).
+SUPERSEDED = [cc.recovery, cc.clean_context, cc.estimator_table_in_sample]
 
 
-@pytest.mark.parametrize("check", NEW_CHECKS, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("check", NEW_CHECKS + SUPERSEDED, ids=lambda f: f.__name__)
 def test_check_passes_on_the_real_implementation(check, ctx):
     evidence = check(ctx)
     assert evidence.passed, evidence.summary
@@ -75,7 +77,7 @@ def test_registration_subsampled_with_criteria_and_superseded_checks_kept():
         chk = _registered(func)
         assert chk.replication == "subsample" and chk.criterion and chk.gating
         assert chk.wrong_theories(), chk.name
-    for func in (cc.depth_t_g_at_largest_n, cc.depth_minimiser, cc.estimator_table_in_sample):
+    for func in (cc.depth_t_g_at_largest_n, cc.depth_minimiser, *SUPERSEDED):
         chk = _registered(func)
         assert not chk.gating and chk.note.startswith("superseded by")
     assert cc.depth_t_g_at_largest_n in [c.func for c in CLAIMS["C6"].checks]
@@ -101,6 +103,90 @@ def test_data_alternatives_fail_the_check(func, name, ctx):
     with _alternative(func, name).applied():
         evidence = func(ctx)
     assert not evidence.passed, evidence.summary
+
+
+def test_e4_data_alternatives_decide_on_independent_batches_not_on_zero_differences(ctx):
+    """The data alternatives stand an independent block of Stage-2-alone batches in for two-stage: the paired
+    differences have a spread (no [0, 0] interval), and the block's seeds are none of the table's."""
+    rows = cc._run(cc.table_configs(True), ctx)
+    spare = cc._run(cc.spare_table_configs(True), ctx)
+    for part in rows:
+        assert not {r["seed"] for r in rows[part]} & {r["seed"] for r in spare[part]}
+        assert {r["estimator"] for r in spare[part]} == {"stage-two-only"}
+    for name, columns in (("depth unnecessary (no Stage 1)", ("benefit", "oos_benefit")),
+                          ("depth helps only in-sample", ("oos_benefit",))):
+        with _alternative(cc.estimator_table, name).applied():
+            evidence = cc.estimator_table(ctx)
+        for column in columns:
+            for estimate, low, high in evidence.data[column].values():
+                assert high - low > 1e-6, (name, column, estimate, low, high)
+        assert not evidence.passed
+
+
+def test_e1_floor_reports_its_resolution_and_per_prior_floors_shift_one_prior(ctx):
+    evidence = cc.recovery_floor(ctx)
+    fit = evidence.data["floors"]["gaussian-log"]
+    reached = evidence.data["resolution"]["gaussian-log"]
+    for column in ("gap", "oos_gap"):
+        upper = fit[column]["ci"][1]
+        assert reached[column]["smallest_floor_rejected"] == pytest.approx(2 * max(upper, 0.0))
+        assert reached[column]["smallest_floor_rejected_of_mmse"] == pytest.approx(2 * max(upper, 0.0) / fit["mmse"])
+        assert reached[column]["added_floor_failing_this_check"] == pytest.approx(
+            cc.FLOOR_OF_MMSE / 2 * fit["mmse"] - upper)
+    assert "cannot be told apart from no floor" in evidence.summary
+    rows = cc._schedule(cc._run(cc.recovery_configs(True), ctx), "log")
+    both = {"gaussian-log": rows["gaussian-log"], "clusters-log": rows["gaussian-log"]}
+    real = cc.recovery_floors(both)
+    floored = cc.recovery_floors(cc._with_floor_on("clusters-log", 0.01)(both))
+    assert floored["gaussian-log"]["gap"]["c"] == real["gaussian-log"]["gap"]["c"]
+    assert floored["clusters-log"]["gap"]["c"] == pytest.approx(real["clusters-log"]["gap"]["c"] + 0.01 * fit["mmse"])
+    names = [a.name for a in _registered(cc.recovery_floor).wrong_theories()]
+    assert sum(name.endswith("of the Bayes risk)") and ": floor at its gap" in name for name in names) == 2
+
+
+def _scope_rows():
+    """Synthetic E1 rows on the power schedule: the gap falls as N^-0.8 up to N = 16384 and rises at 131072 (< N_c)."""
+    rng = np.random.default_rng(4)
+    rows = []
+    for n in (256, 1024, 4096, 16384, 131072):
+        h2 = 0.5 * n ** -0.25
+        for seed in range(4):
+            gap = (n ** -0.8 if n < 131072 else 4 * 16384 ** -0.8) * math.exp(rng.normal(0, 0.05))
+            rows.append({"n": n, "seed": seed, "estimator": "two-stage", "sigma2": cc.SIGMA2, "h2": h2, "gap": gap})
+    return {"gaussian-power": rows}
+
+
+def test_e1_scope_fails_instead_of_raising_without_early_points_and_registers_wrong_bounds(monkeypatch, tmp_path):
+    monkeypatch.setattr(cc, "_run", lambda configs, ctx: _scope_rows())
+    ctx = Context(quick=True, out=tmp_path, power=True)
+    assert cc.recovery_needs_stability(ctx).passed
+    outcomes = {}
+    for alt in _registered(cc.recovery_needs_stability).wrong_theories():
+        if alt.kind == "theory":
+            with alt.applied():
+                outcomes[alt.name] = cc.recovery_needs_stability(ctx)
+    assert set(outcomes) == {"N_c x 4", "N_c / 4", "rate 1/e: N_c = exp(sigma2/(e h2))"}
+    assert not outcomes["N_c x 4"].passed and "no slope can be fitted" in outcomes["N_c x 4"].summary
+    assert outcomes["N_c x 4"].data["too_few_early_points"] == ["gaussian-power"]
+    assert not outcomes["rate 1/e: N_c = exp(sigma2/(e h2))"].passed
+    assert outcomes["N_c / 4"].passed  # what the check cannot tell apart (stated in its note)
+
+
+def test_seed_slopes_are_per_seed_fits_with_a_t_interval_over_seeds():
+    rng = np.random.default_rng(5)
+    ns = [256, 1024, 4096, 16384]
+    rows = [{"n": n, "seed": s, "estimator": "e", "gap": n ** -0.7 * math.exp(rng.normal(0, 0.2))}
+            for s in range(5) for n in ns]
+    fit = cc.seed_slopes({"p": rows}, "e")["p"]
+    each = [cc.stats.loglog_slope([r["n"] for r in rows if r["seed"] == s], [r["gap"] for r in rows if r["seed"] == s])
+            .slope.estimate for s in range(5)]
+    assert np.allclose(list(fit["slopes"].values()), each, rtol=0, atol=1e-12)
+    iv = cc.stats.mean_interval(each)
+    assert (fit["interval"].low, fit["interval"].high) == pytest.approx((iv.low, iv.high))
+    # balanced design: the mean of the per-seed slopes is the pooled slope; only the interval differs
+    assert fit["interval"].estimate == pytest.approx(cc.gap_slopes({"p": rows}, "e")["p"].slope.estimate)
+    one_n = cc.seed_slopes({"p": rows}, "e", keep=lambda r: r["n"] == 256)["p"]
+    assert one_n["slopes"] == {} and one_n["interval"] is None
 
 
 def test_floor_alternative_shifts_the_fitted_floor_by_exactly_the_floor(ctx):
