@@ -290,9 +290,14 @@ class Discrete(Prior):
     (a_k - xt) / h``, computed with ``log p`` from the same terms; ``E[x | xt] = sum_k pi_k a_k``
     with ``pi_k = softmax_k(l)`` (the attention step) is computed by its own routine, so that
     Tweedie's identity between the two is something to check. Squared distances enter through a
-    matrix product (``xt . a_k - ||a_k||^2 / 2``, atoms centred at their mean; the ``||xt||^2`` term
-    is common to all ``k``). For ``d = 1`` the risk is the quadrature ``int p(xt) Var[x | xt] dxt``;
-    for ``d >= 2`` it is Monte Carlo.
+    matrix product (``xt . c_k - ||c_k||^2 / 2`` with ``c_k = a_k - centre``; the ``||xt||^2`` term
+    is common to all ``k``). The two routes centre differently and share no precomputed array:
+    the posterior mean uses the ``(K, d)`` arrays made once in ``__init__`` (atoms centred at their
+    weighted mean, half squared norms, log weights), the density and its score recompute theirs
+    from ``atoms`` and ``weights`` at each call (centred at the midpoint of the atoms' bounding
+    box), so that an error in either set is not an exact Tweedie pair for a reweighted prior. For
+    ``d = 1`` the risk is the quadrature ``int p(xt) Var[x | xt] dxt`` (its own posterior, from
+    ``atoms`` and ``weights``); for ``d >= 2`` it is Monte Carlo through the posterior mean.
     """
 
     _param_names = ("atoms", "weights")
@@ -310,33 +315,49 @@ class Discrete(Prior):
                 f"must be >= {row_bytes} ({_BYTES_PER_PAIR} bytes per atom for one query)"
             )
         self._rows = self.budget_bytes // row_bytes
+        # The attention step's precomputations: only the posterior mean (:meth:`_kernel`) reads them.
         self._centre = self.weights @ self.atoms
         self._centred = self.atoms - self._centre
         self._half_sq_norms = 0.5 * np.einsum("ij,ij->i", self._centred, self._centred)
-        self._log_weights = np.log(self.weights, out=np.full(n_atoms, -np.inf), where=self.weights > 0)
+        self._log_weights = _log_weights(self.weights)
 
     def moments(self):
-        return self._centre.copy(), self.weights @ self._centred**2
+        mean = self.weights @ self.atoms
+        return mean, self.weights @ (self.atoms - mean) ** 2
 
     def _sample(self, n, rng):
         return self.atoms[rng.choice(self.atoms.shape[0], size=n, p=self.weights)]
 
     def _blocks(self, n_rows):
         """Row blocks of the queries and one ``(rows, K)`` buffer: the only temporary of size ``K`` per row."""
-        buffer = np.empty((min(self._rows, n_rows), self._centred.shape[0]))
+        buffer = np.empty((min(self._rows, n_rows), self.atoms.shape[0]))
         for start in range(0, n_rows, self._rows):
             yield slice(start, start + self._rows), buffer[: min(self._rows, n_rows - start)]
 
-    def _log_terms(self, q, h, out):
+    def _density_terms(self):
+        """The density's own centring: ``(centre, c_k, ||c_k||^2 / 2, log w_k)`` from ``atoms`` and ``weights``.
+
+        Recomputed at each call (``O(K d)``, small beside the ``O(M K d)`` product), centred at the
+        midpoint of the atoms' bounding box, not at their weighted mean: the density and its score
+        share no precomputation with the posterior mean, so that an error in one of those is not
+        the exact Tweedie pair of some reweighted prior.
+        """
+        centre = (self.atoms.max(axis=0) + self.atoms.min(axis=0)) / 2
+        centred = self.atoms - centre
+        return centre, centred, 0.5 * np.sum(centred * centred, axis=1), _log_weights(self.weights)
+
+    @staticmethod
+    def _log_terms(q, h, out, centred, half_sq_norms, log_weights):
         """The log-density terms ``log w_k + (q . c_k - ||c_k||^2 / 2) / h`` into ``out``, less their max.
 
-        ``q = xt - centre`` and ``c_k = a_k - centre``: these are ``log w_k - ||xt - a_k||^2 / (2 h)``
-        plus ``||q||^2 / (2 h)``, the part common to all ``k``. Returns the max (shape ``(rows, 1)``).
+        ``q = xt - centre`` and ``c_k = a_k - centre`` (:meth:`_density_terms`): these are
+        ``log w_k - ||xt - a_k||^2 / (2 h)`` plus ``||q||^2 / (2 h)``, the part common to all ``k``.
+        Returns the max (shape ``(rows, 1)``).
         """
-        np.matmul(q, self._centred.T, out=out)
-        out -= self._half_sq_norms
+        np.matmul(q, centred.T, out=out)
+        out -= half_sq_norms
         out /= h
-        out += self._log_weights
+        out += log_weights
         top = out.max(axis=1, keepdims=True)
         out -= top
         return top
@@ -344,8 +365,10 @@ class Discrete(Prior):
     def _kernel(self, xt, h):
         """The attention step ``sum_k pi_k a_k``, in row blocks (the posterior mean).
 
-        Its logits are computed here, not by :meth:`_log_terms`, so that the posterior mean and the
-        density (and its score) share no arithmetic and Tweedie's identity between them is a check.
+        Its logits are computed here from the precomputations of ``__init__`` (``_centre``,
+        ``_centred``, ``_half_sq_norms``, ``_log_weights``), not by :meth:`_log_terms` from
+        :meth:`_density_terms`, so that the posterior mean and the density (and its score) share
+        neither arithmetic nor precomputed arrays, and Tweedie's identity between them is a check.
         """
         q = xt - self._centre
         mean = np.empty_like(q)
@@ -366,19 +389,22 @@ class Discrete(Prior):
 
         ``log p = logsumexp_k l_k - ||q||^2 / (2 h) - (d / 2) log(2 pi h)`` with ``l_k`` the terms of
         :meth:`_log_terms`; the gradient of a log-sum-exp is the softmax average of the terms'
-        gradients ``grad l_k = c_k / h``, and ``-||q||^2 / (2 h)`` adds ``-q / h``.
+        gradients ``grad l_k = c_k / h``, and ``-||q||^2 / (2 h)`` adds ``-q / h``. Everything comes
+        from ``atoms`` and ``weights`` through :meth:`_density_terms`.
         """
-        q = xt - self._centre
+        centre, centred, half_sq_norms, log_weights = self._density_terms()
+        q = xt - centre
         logp = np.empty(q.shape[0])
         grad = np.empty_like(q) if gradient else None
+        slopes = centred / h if gradient else None
         for block, terms in self._blocks(q.shape[0]):
-            top = self._log_terms(q[block], h, terms)
+            top = self._log_terms(q[block], h, terms, centred, half_sq_norms, log_weights)
             np.exp(terms, out=terms)
             terms[terms < _TINY] = 0.0
             total = terms.sum(axis=1)
             logp[block] = top[:, 0] + np.log(total) - 0.5 * np.sum(q[block] ** 2, axis=1) / h
             if gradient:
-                grad[block] = (terms @ (self._centred / h)) / total[:, None] - q[block] / h
+                grad[block] = (terms @ slopes) / total[:, None] - q[block] / h
         return logp - 0.5 * self.dim * np.log(2 * np.pi * h), grad
 
     def _noisy_logpdf(self, xt, sigma2):
@@ -400,10 +426,11 @@ class Discrete(Prior):
         """``int p(t) Var[x | t] dt`` for ``d = 1`` at noise ``h``, with an error bound."""
         a = self.atoms[:, 0]
         support = a[self.weights > 0]
+        log_weights = _log_weights(self.weights)
         sd = np.sqrt(h)
 
         def integrand(t):
-            logits = self._log_weights - (t - a) ** 2 / (2 * h)
+            logits = log_weights - (t - a) ** 2 / (2 * h)
             lse = special.logsumexp(logits)
             post = np.exp(logits - lse)
             post[post < _TINY] = 0.0
@@ -787,6 +814,11 @@ def _format_param(value) -> str:
     if isinstance(value, np.ndarray):
         return f"<array of shape {value.shape}>" if value.size > 8 else repr(value.tolist())
     return repr(value)
+
+
+def _log_weights(weights: np.ndarray) -> np.ndarray:
+    """``log w_k``, ``-inf`` where ``w_k == 0``."""
+    return np.log(weights, out=np.full(weights.shape, -np.inf), where=weights > 0)
 
 
 def _check_weights(weights, n_components: int, name: str, rows_name: str) -> np.ndarray:

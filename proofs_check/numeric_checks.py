@@ -18,6 +18,7 @@ from numerics import binned, estimators, experiments, flow, kernels, priors, sta
 from theory import depth_noise
 
 from . import claims as _claims  # noqa: F401  (registers the claims these checks attach to)
+from .finite_differences import five_point_gradient
 from .registry import Context, Evidence, alternative, check, swap
 
 IDENTITY_TOL = 1e-10
@@ -152,15 +153,6 @@ def binned_sums_are_exact_sums(ctx: Context) -> Evidence:
     return _identity(residuals, BINNED_TOL, "binned vs exact kernel mean and KDE score, relative to the keys' range")
 
 
-def _five_point_gradient(f, x: np.ndarray, step: float) -> np.ndarray:
-    grad = np.empty_like(x)
-    for i in range(x.shape[1]):
-        e = np.zeros(x.shape[1])
-        e[i] = step
-        grad[:, i] = (-f(x + 2 * e) + 8 * f(x + e) - 8 * f(x - e) + f(x - 2 * e)) / (12 * step)
-    return grad
-
-
 def _mp_log_kde(keys: np.ndarray, h2: float):
     """The log-KDE as an mpmath function of the query coordinates (an explicit sum of Gaussians)."""
     points = [[mpmath.mpf(float(v)) for v in key] for key in keys]
@@ -245,7 +237,7 @@ def residual_is_gradient_of_log_kde(ctx: Context) -> Evidence:
     residuals = {}
     for h2 in (0.5, 5.0):
         residual = kernels.kernel_mean(queries, keys, h2) - queries
-        grad = _five_point_gradient(lambda x: kernels.log_kde(x, keys, h2), queries, FD_STEP)
+        grad = five_point_gradient(lambda x: kernels.log_kde(x, keys, h2), queries, FD_STEP)
         residuals[f"h2={h2}"] = float(np.abs(residual - score_factor(h2) * grad).max())
     return _identity(residuals, FD_TOL, "a(q) - q vs h2 * 5-point FD of log_kde (numeric)")
 

@@ -11,7 +11,7 @@ import tracemalloc
 import mpmath
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 from scipy import integrate, special, stats
@@ -25,6 +25,7 @@ from numerics.priors import (
     UniformBox,
     UniformSphere,
 )
+from proofs_check.finite_differences import five_point_gradient
 from tests.strategies import boxes, discretes, prior_queries, prior_scale, priors, sigma2s, spheres
 
 SEED = 20260527
@@ -200,16 +201,6 @@ def posterior_width(prior, sigma2):
 #: Absolute rounding error of one ``noisy_logpdf`` value, in units of ``eps (10 + |log p|)``: a
 #: few roundings per operation of a log-sum-exp, a special function or a series.
 LOGPDF_ROUNDING = 8.0
-
-
-def five_point_gradient(f, x, step):
-    """``grad f`` by the 4th-order stencil ``(-f(x + 2h) + 8 f(x + h) - 8 f(x - h) + f(x - 2h)) / (12 h)``."""
-    grad = np.empty_like(x)
-    for i in range(x.shape[1]):
-        e = np.zeros(x.shape[1])
-        e[i] = step
-        grad[:, i] = (-f(x + 2 * e) + 8 * f(x + e) - 8 * f(x - e) + f(x - 2 * e)) / (12 * step)
-    return grad
 
 
 def five_point_tolerance(prior, sigma2, step, logp):
@@ -418,6 +409,65 @@ def test_discrete_respects_memory_budget():
     assert peak <= budget + 2**18  # plus the (3000, 1) inputs and outputs
 
 
+def test_discrete_score_respects_memory_budget():
+    """The density's route blocks its rows too; beside the buffer it holds ``(K, d)`` arrays only."""
+    rng = np.random.default_rng(SEED)
+    budget = 4 * 2**20
+    prior = Discrete(rng.normal(size=(20_000, 1)), budget_bytes=budget)
+    xt = rng.normal(size=(3000, 1))
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        prior.noisy_score(xt, 0.1)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak <= budget + 2**18 + 4 * 20_000 * 8  # plus inputs, outputs and the (K, d) centred atoms
+
+
+# What __init__ precomputes for the attention step (the posterior mean), and a change to each.
+DISCRETE_PRECOMPUTED = {
+    "_centre": lambda value: value + 0.01,
+    "_centred": lambda value: 1.01 * value,
+    "_half_sq_norms": lambda value: 1.01 * value,
+    "_log_weights": lambda value: value + 0.01 * (np.arange(value.size) == 0),
+}
+
+
+@pytest.mark.parametrize("attribute", list(DISCRETE_PRECOMPUTED))
+@pytest.mark.parametrize("prior", [CASES["discrete-1d"], CASES["discrete-2d-empirical"], CASES["mixture-2d"]],
+                         ids=["discrete-1d", "discrete-2d-empirical", "mixture-2d"])
+def test_discrete_density_does_not_read_the_posterior_means_precomputations(monkeypatch, prior, attribute):
+    """The referee's case: ``_half_sq_norms`` (or the centring, or the log weights) wrong in ``__init__``.
+
+    Were the density and its score computed from the same arrays as the posterior mean, the two
+    would be the exact Tweedie pair of a reweighted prior. They are recomputed from ``atoms`` and
+    ``weights``: they do not move, the posterior mean does, and Tweedie's identity fails.
+    """
+    target = prior._centres if isinstance(prior, GaussianMixture) else prior
+    rng = np.random.default_rng(SEED)
+    xt = prior.sample(50, rng) + np.sqrt(0.5) * rng.standard_normal((50, prior.dim))
+    logp, score, mean = prior.noisy_logpdf(xt, 0.5), prior.noisy_score(xt, 0.5), prior.posterior_mean(xt, 0.5)
+    monkeypatch.setattr(target, attribute, DISCRETE_PRECOMPUTED[attribute](getattr(target, attribute)))
+    np.testing.assert_array_equal(prior.noisy_logpdf(xt, 0.5), logp)
+    np.testing.assert_array_equal(prior.noisy_score(xt, 0.5), score)
+    assert np.max(np.abs(prior.posterior_mean(xt, 0.5) - mean)) > 1e-4
+    with pytest.raises(AssertionError):
+        check_tweedie(prior, 0.5, np.random.default_rng(SEED))
+
+
+def test_discrete_density_is_stable_far_from_the_atoms():
+    """Log space: far queries (``||xt - a_k||^2 / (2 h) ~ 1e6``) give finite log densities and exact scores."""
+    prior = Discrete([[-1.0, 0.5], [0.8, 1.6], [2.0, -0.7]], [0.6, 0.25, 0.15])
+    xt = np.array([[1e3, -2e3], [-5e2, 7e2], [3e3, 3e3]])
+    h = 0.5
+    terms = np.log(prior.weights) - np.sum((xt[:, None] - prior.atoms[None]) ** 2, axis=2) / (2 * h)
+    assert_allclose(prior.noisy_logpdf(xt, h), special.logsumexp(terms, axis=1) - np.log(2 * np.pi * h), rtol=1e-14)
+    want = special.softmax(terms, axis=1) @ prior.atoms
+    assert_allclose(prior.noisy_score(xt, h), (want - xt) / h, rtol=1e-10)
+    assert_allclose(prior.posterior_mean(xt, h), want, rtol=1e-10, atol=1e-12)
+
+
 @pytest.mark.slow
 def test_discrete_empirical_prior_mmse_1d_many_atoms():
     """Quadrature for 20000 atoms agrees with a Monte Carlo estimate."""
@@ -492,12 +542,18 @@ def test_finite_differences_fail_for_a_wrong_log_density(monkeypatch, prior):
 # --- properties (Hypothesis) -------------------------------------------------------------------
 
 
+@example(prior=Discrete([[1e-9], [2.0], [0.0]]), sigma2=0.03162277660168379, reach=3.0)
 @given(prior=priors(dim=1), sigma2=sigma2s(1e-4, 1e4), reach=st.sampled_from([3.0, 30.0, 1e3]))
 def test_posterior_mean_nondecreasing_1d(prior, sigma2, reach):
-    """``d E[x | t] / dt = Var[x | t] / sigma2 >= 0``; allow rounding of a few ulps of ``|t|``."""
+    """``d E[x | t] / dt = Var[x | t] / sigma2 >= 0``; allow rounding of a few ulps of ``|t|`` and of the prior's scale.
+
+    A posterior mean computed about a centre (the atoms' mean) carries absolute rounding of the
+    centre's size, however small the mean itself (atoms 0 and 1e-9 beside one at 2: means ~5e-10
+    moving by 1e-16).
+    """
     t = np.linspace(-1, 1, 401)[:, None] * reach * (prior_scale(prior) + np.sqrt(sigma2))
     pm = prior.posterior_mean(t, sigma2)[:, 0]
-    assert np.all(np.diff(pm) >= -16 * EPS * (np.abs(t[1:, 0]) + np.abs(pm[1:])))
+    assert np.all(np.diff(pm) >= -16 * EPS * (np.abs(t[1:, 0]) + np.abs(pm[1:]) + prior_scale(prior)))
 
 
 @given(data=st.data())

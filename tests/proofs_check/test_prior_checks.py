@@ -13,11 +13,15 @@ import pytest
 
 from numerics import priors
 from proofs_check import convergence_checks, coverage, prior_checks
-from proofs_check.registry import CLAIMS, Context
+from proofs_check.registry import CLAIMS, Context, alternative, swap
 
 CHECKS = {chk.func.__name__: chk for chk in CLAIMS["C10"].checks if chk.func.__module__ == prior_checks.__name__}
 TWEEDIE = ("tweedie_all_priors", "tweedie_finite_differences")
+NORMALISATION = "noisy_density_normalised"
 RISK = "bayes_risk_all_priors"
+SUPERSEDED = ("tweedie_first_priors", "tweedie_first_priors_finite_differences", "bayes_risk_first_priors")
+PRIOR_SETS = {name: prior_checks.FIRST_PRIORS if name in SUPERSEDED else tuple(prior_checks.REFERENCE_PRIORS)
+              for name in CHECKS}
 
 
 @pytest.fixture(scope="module")
@@ -26,8 +30,29 @@ def shared(tmp_path_factory):
     return Context(quick=True, out=tmp_path_factory.mktemp("prior-checks"))
 
 
+@pytest.fixture(scope="module")
+def real_evidence(shared):
+    """The evidence of each check on the real priors, decided once per module."""
+    decided = {}
+
+    def get(name):
+        if name not in decided:
+            decided[name] = CHECKS[name].func(shared)
+        return decided[name]
+
+    return get
+
+
 def fresh(tmp_path):
     return Context(quick=True, out=tmp_path)
+
+
+def _measure(ctx, name):
+    """Measure (or reuse) what ``name`` decides on, without deciding."""
+    if name in (RISK, "bayes_risk_first_priors"):
+        prior_checks._risk_measured(ctx)
+    else:
+        CHECKS[name].func(ctx)
 
 
 def _at_double_bandwidth(real):
@@ -45,16 +70,21 @@ def _scaled(value):
 
 
 def test_the_checks_are_registered_under_c10():
-    assert set(CHECKS) == {*TWEEDIE, RISK}
-    assert all(chk.replication == "seeds" and chk.criterion for chk in CHECKS.values())
+    assert set(CHECKS) == {*TWEEDIE, NORMALISATION, RISK, *SUPERSEDED}
+    assert all(chk.criterion for chk in CHECKS.values())
+    assert all(CHECKS[name].replication == "seeds" for name in (*TWEEDIE, RISK, *SUPERSEDED))
+    assert CHECKS[NORMALISATION].replication == "none"
+    assert [name for name, chk in CHECKS.items() if not chk.gating] == list(SUPERSEDED)
+    assert all(chk.note.startswith("superseded by '") for chk in CHECKS.values() if not chk.gating)
 
 
-@pytest.mark.parametrize("name", [*TWEEDIE, RISK])
-def test_checks_pass_on_the_real_priors(shared, name):
-    evidence = CHECKS[name].func(shared)
+@pytest.mark.parametrize("name", list(CHECKS))
+def test_checks_pass_on_the_real_priors(shared, real_evidence, name):
+    evidence = real_evidence(name)
     assert evidence.passed, evidence.summary
     rows = evidence.data["per_prior"]
-    assert len(rows) == len(prior_checks.REFERENCE_PRIORS) * len(prior_checks.SIGMA2S)
+    assert {row.split()[0] for row in rows} == set(PRIOR_SETS[name])
+    assert len(rows) == len(PRIOR_SETS[name]) * len(prior_checks.SIGMA2S)
     assert all(np.isfinite(row["tolerance"]) and row["tolerance"] > 0 for row in rows.values())
 
 
@@ -66,6 +96,24 @@ def test_reference_priors_are_those_of_the_estimator_table():
         assert label == convergence_checks.TABLE_PRIORS[part][0]
         assert repr(ours) == repr(prior)
     assert repr(prior_checks.REFERENCE_PRIORS["sphere-3d"][1]) == "UniformSphere(dim=3, radius=1.0)"
+    assert list(prior_checks.REFERENCE_PRIORS)[:7] == list(prior_checks.ESTIMATOR_TABLE_PRIORS)
+
+
+def test_the_added_priors_are_asymmetric():
+    """Unequal weights, off-centre atoms and means of unequal norms, radius 1.7, sd != var, box off 0, b != 1/sqrt 2."""
+    added = {name: prior for name, (_, prior) in prior_checks.ASYMMETRIC_PRIORS.items()}
+    kinds = {cls: [p for p in added.values() if type(p) is getattr(priors, cls)] for cls in prior_checks.PRIOR_COVERS}
+    assert all(kinds.values()), "every family has an asymmetric reference prior"
+    for prior in kinds["Discrete"] + kinds["GaussianMixture"]:
+        assert np.ptp(prior.weights) > 0.05
+        mean, _ = prior.moments()
+        assert np.all(np.abs(mean) > 0.05)
+    assert {p.dim for p in kinds["Discrete"] + kinds["GaussianMixture"]} >= {1, 2}
+    assert {(p.dim, p.radius) for p in kinds["UniformSphere"]} == {(2, 1.7), (3, 1.7)}
+    assert all(abs(p.var - 1) > 0.3 and np.all(p.mean != 0) for p in kinds["Gaussian"])
+    assert any(p.dim == 2 for p in kinds["Gaussian"])
+    assert all(np.all(p.low + p.high != 0) and np.ptp(p.high - p.low) > 0 for p in kinds["UniformBox"])
+    assert all(abs(p.scale - 0.5**0.5) > 0.3 for p in kinds["Laplace"])
 
 
 def test_every_prior_method_is_covered_by_these_checks():
@@ -80,11 +128,11 @@ def test_fresh_seeds_give_new_points(shared):
     assert not np.array_equal(first[key]["xt"], other[key]["xt"])
 
 
-@pytest.mark.parametrize("name", [*TWEEDIE, RISK])
+@pytest.mark.parametrize("name", [*TWEEDIE, RISK, *SUPERSEDED])
 def test_checks_fail_under_every_wrong_theory(shared, name):
     """Theory alternatives decide again on the cached measurements of the real run."""
     chk = CHECKS[name]
-    chk.func(shared)  # measure (or reuse)
+    _measure(shared, name)
     theories = [alt for alt in chk.wrong_theories() if alt.kind == "theory"]
     assert theories
     for alt in theories:
@@ -122,7 +170,7 @@ def test_finite_difference_tweedie_fails_for_a_broken_prior(monkeypatch, tmp_pat
 
 @pytest.mark.parametrize("cls", [priors.Laplace, priors.UniformBox, priors.Discrete])
 def test_risk_check_fails_for_an_mmse_one_percent_off(monkeypatch, shared, cls):
-    CHECKS[RISK].func(shared)  # measure (or reuse): mmse does not enter the measurement
+    _measure(shared, RISK)  # mmse does not enter the measurement
     monkeypatch.setattr(cls, "_mmse", _one_percent_off(cls._mmse))
     evidence = CHECKS[RISK].func(shared)
     assert not evidence.passed
@@ -131,10 +179,202 @@ def test_risk_check_fails_for_an_mmse_one_percent_off(monkeypatch, shared, cls):
 
 
 def test_risk_check_fails_for_a_posterior_mean_at_double_bandwidth(monkeypatch, tmp_path):
-    """A new measurement: sized to detect 5% (not 1%) errors to stay fast; the box's risk moves by more."""
+    """A new measurement: sized to detect 5% (not 1%) errors, on the boxes and one prior of each other family, to
+    stay fast; the boxes' risk moves by more."""
     monkeypatch.setattr(prior_checks, "RISK_DETECT", 0.05)
+    kept = ("gaussian-shifted", "clusters-skew", "discrete-skew", "circle-1.7", "box", "box-shifted", "laplace-1.3")
+    monkeypatch.setattr(prior_checks, "REFERENCE_PRIORS", {name: prior_checks.REFERENCE_PRIORS[name] for name in kept})
     monkeypatch.setattr(priors.UniformBox, "_posterior_mean", _at_double_bandwidth(priors.UniformBox._posterior_mean))
     evidence = CHECKS[RISK].func(fresh(tmp_path))
     assert not evidence.passed
     failed = {row for row, r in evidence.data["per_prior"].items() if not r["passed"]}
-    assert failed == {"box sigma2=0.5", "box sigma2=2.0"}
+    assert failed == {f"{name} sigma2={s2}" for name in ("box", "box-shifted") for s2 in prior_checks.SIGMA2S}
+
+
+# --- the referee's wrong implementations, each caught by a C10 check ---------------------------
+# (the symmetric, centred, equal-weight, unit estimator-table priors passed every one of them)
+
+
+def _gaussian_sd_and_no_mean(real):
+    """The referee's Gaussian posterior mean: sd for the variance and the prior mean dropped, at once."""
+    return lambda self, xt, sigma2: (np.sqrt(self.var) / (np.sqrt(self.var) + sigma2)) * xt
+
+
+REFEREE_MUTANTS = {
+    # the referee's wrong implementation: (the check that must fail, the alternative registered on it)
+    "posterior mean ignores the weights": ("tweedie_all_priors", "attention step ignores the weights"),
+    "sphere posterior mean with r / sigma2 for r^2 / sigma2": ("tweedie_all_priors",
+                                                               "sphere posterior mean with r for r^2"),
+    "Gaussian posterior mean with sd for the variance": ("tweedie_finite_differences",
+                                                         "Gaussian posterior mean with sd for the variance"),
+    "Gaussian posterior mean without the prior mean": ("tweedie_finite_differences",
+                                                       "Gaussian posterior mean without the prior mean"),
+    "box posterior mean about the wrong centre": ("tweedie_all_priors", "box posterior mean about the wrong centre"),
+    "Gaussian mmse with sd for the variance": (RISK, "Gaussian mmse with sd for the variance"),
+    "Discrete log p without -(d/2) log(2 pi h)": (NORMALISATION, "Discrete log density without -(d/2) log(2 pi h)"),
+    "Laplace log p without -log(2b)": (NORMALISATION, "Laplace log density without -log(2 b)"),
+    "box log Z + 0.01": (NORMALISATION, "box log Z + 0.01"),
+    "box log p without -log(high - low)": (NORMALISATION, "box log density without -log(high - low)"),
+    "Gaussian posterior mean with sd for the variance and without the prior mean": (
+        "tweedie_all_priors",
+        alternative("sd for variance, prior mean dropped", "the referee's Gaussian posterior mean",
+                    swap("numerics.priors:Gaussian._posterior_mean", _gaussian_sd_and_no_mean),
+                    kind="implementation")),
+}
+#: The family whose reference priors each mutant breaks (mixtures go through Discrete).
+MUTANT_FAMILIES = {
+    "posterior mean ignores the weights": (priors.Discrete, priors.GaussianMixture),
+    "Discrete log p without -(d/2) log(2 pi h)": (priors.Discrete, priors.GaussianMixture),
+    "Laplace log p without -log(2b)": (priors.Laplace,),
+    "Gaussian mmse with sd for the variance": (priors.Gaussian,),
+}
+
+
+def _registered(name, alt):
+    return alt if not isinstance(alt, str) else next(a for a in CHECKS[name].alternatives if a.name == alt)
+
+
+@pytest.mark.parametrize("mutant", list(REFEREE_MUTANTS))
+def test_the_referees_wrong_implementations_fail(shared, tmp_path, mutant):
+    """Each is registered as an implementation alternative of the check that catches it (but the combined one)."""
+    name, alt = REFEREE_MUTANTS[mutant]
+    alt = _registered(name, alt)
+    assert alt.kind == "implementation"
+    if name == RISK:
+        _measure(shared, RISK)  # mmse does not enter the measurement: decide again on the shared draws
+    with alt.applied():
+        evidence = CHECKS[name].func(shared if name == RISK else fresh(tmp_path))
+    assert not evidence.passed, evidence.summary
+    failed = {row.split()[0] for row, r in evidence.data["per_prior"].items()
+              if not r.get("passed", r.get("ratio", 0) <= 1)}
+    assert failed
+    if name != NORMALISATION:  # right by coincidence on the symmetric, centred, unit priors
+        assert failed <= set(prior_checks.ASYMMETRIC_PRIORS)
+    if mutant in MUTANT_FAMILIES:
+        assert all(isinstance(prior_checks.REFERENCE_PRIORS[row][1], MUTANT_FAMILIES[mutant]) for row in failed)
+
+
+def test_the_referees_posterior_means_pass_the_estimator_table_priors(tmp_path):
+    """Why the priors were added: on the first seven priors the wrong posterior means are right."""
+    for mutant, (name, alt) in REFEREE_MUTANTS.items():
+        if name in TWEEDIE:
+            with _registered(name, alt).applied():
+                assert CHECKS["tweedie_first_priors"].func(fresh(tmp_path)).passed, mutant
+
+
+def _referee_alternatives():
+    return {(name, alt) for name, alt in REFEREE_MUTANTS.values() if isinstance(alt, str)}
+
+
+REGISTERED_IMPLEMENTATIONS = [  # those of the referee's mutants are run by test_the_referees_wrong_implementations_fail
+    (name, alt.name) for name in (*TWEEDIE, NORMALISATION, RISK)
+    for alt in CHECKS[name].alternatives
+    if alt.kind == "implementation" and (name, alt.name) not in _referee_alternatives()
+]
+
+
+@pytest.mark.parametrize(("name", "alternative"), REGISTERED_IMPLEMENTATIONS)
+def test_checks_fail_under_their_implementation_alternatives(shared, tmp_path, name, alternative):
+    """Measured again in a fresh context, as the power analysis does (the risk check's mmse alternative only
+    changes the decision: mmse does not enter its measurement, so it decides on the shared draws)."""
+    chk = CHECKS[name]
+    alt = next(a for a in chk.alternatives if a.name == alternative)
+    ctx = shared if name == RISK else fresh(tmp_path)
+    if name == RISK:
+        _measure(shared, RISK)
+    with alt.applied():
+        assert not chk.func(ctx).passed, alt.name
+
+
+# --- Discrete: the posterior mean's precomputations do not reach the score ---------------------
+
+PRECOMPUTED = {  # each a change of the posterior mean (x 1.01 of equal half norms, the symmetric clusters', is not)
+    "_half_sq_norms": lambda value: value + 0.01 * (np.arange(value.size) == 0),
+    "_centred": lambda value: 1.01 * value,
+    "_log_weights": lambda value: value + 0.01 * (np.arange(value.size) == 0),
+    "_centre": lambda value: value + 0.01,
+}
+DISCRETE_INSTANCES = {
+    name: (prior._centres if isinstance(prior, priors.GaussianMixture) else prior)
+    for name, (_, prior) in prior_checks.REFERENCE_PRIORS.items()
+    if isinstance(prior, (priors.Discrete, priors.GaussianMixture))
+}
+
+
+@pytest.mark.parametrize("factor", [2.0, 1.01])
+def test_the_referees_half_sq_norms_error_fails_tweedie(monkeypatch, tmp_path, factor):
+    """``_half_sq_norms`` scaled on the estimator-table discrete prior and the clusters' means (the referee's case)."""
+    for name in ("discrete", "clusters"):
+        target = DISCRETE_INSTANCES[name]
+        monkeypatch.setattr(target, "_half_sq_norms", factor * target._half_sq_norms)
+    for check in TWEEDIE:
+        evidence = CHECKS[check].func(fresh(tmp_path))
+        assert not evidence.passed
+        assert evidence.data["per_prior"]["discrete sigma2=0.5"]["ratio"] > 1
+
+
+@pytest.mark.parametrize("attribute", list(PRECOMPUTED))
+@pytest.mark.parametrize("name", list(DISCRETE_INSTANCES))
+def test_a_bug_in_a_discrete_precomputation_fails_tweedie(monkeypatch, tmp_path, name, attribute):
+    """An error in what ``__init__`` precomputes for the attention step changes the posterior mean only.
+
+    Were the score computed from the same arrays, the pair would be the exact Tweedie pair of a
+    reweighted prior and pass (the referee's ``_half_sq_norms x 1.01``).
+    """
+    target = DISCRETE_INSTANCES[name]
+    monkeypatch.setattr(target, attribute, PRECOMPUTED[attribute](getattr(target, attribute)))
+    evidence = CHECKS["tweedie_all_priors"].func(fresh(tmp_path))
+    assert not evidence.passed
+    assert all(evidence.data["per_prior"][f"{name} sigma2={s2}"]["ratio"] > 1 for s2 in prior_checks.SIGMA2S)
+
+
+# --- normalisation ----------------------------------------------------------------------------
+
+
+def test_normalisation_fails_for_a_log_density_one_percent_off(monkeypatch, tmp_path):
+    """The check's declared coverage: ``noisy_logpdf`` times 1.01 integrates to ``1 - 0.01 H`` (H the entropy).
+
+    All six families at once (one run): each has failing rows of its own.
+    """
+    for cls in prior_checks.PRIOR_COVERS:
+        monkeypatch.setattr(getattr(priors, cls), "noisy_logpdf", _one_percent_off(priors.Prior.noisy_logpdf))
+    evidence = CHECKS[NORMALISATION].func(fresh(tmp_path))
+    assert not evidence.passed
+    failed = {type(prior_checks.REFERENCE_PRIORS[row.split()[0]][1]).__name__
+              for row, r in evidence.data["per_prior"].items() if not r["passed"]}
+    assert failed == set(prior_checks.PRIOR_COVERS)
+
+
+def test_normalisation_rules_are_accurate(real_evidence):
+    """Every integral is 1 to ~1e-15 and its error estimate is far below the tolerance."""
+    rows = real_evidence(NORMALISATION).data["per_prior"]
+    assert max(r["deviation"] for r in rows.values()) < 1e-13
+    assert max(r["error"] for r in rows.values()) < 1e-3 * prior_checks.NORM_TOL
+    methods = {row.split()[0]: r["method"] for row, r in rows.items()}
+    assert methods["sphere-1.7"].startswith("quad over ||xt||") and methods["box-shifted"].startswith("product")
+
+
+# --- the circular risk comparisons ------------------------------------------------------------
+
+
+def test_circular_risk_comparisons_are_marked(shared, real_evidence):
+    evidence = real_evidence(RISK)
+    rows = evidence.data["per_prior"]
+    circular = {row for row, r in rows.items() if r["circular"]}
+    assert circular == {f"discrete-2d sigma2={s2}" for s2 in prior_checks.SIGMA2S}
+    assert all(rows[row]["method"] == "monte-carlo" and "only the Monte Carlo machinery" in rows[row]["note"]
+               for row in circular)
+    assert all(r["method"] != "monte-carlo" for row, r in rows.items() if row not in circular)
+    assert sorted(circular) == evidence.data["circular"]
+    assert "circular" in evidence.summary and "discrete-2d" in evidence.summary
+    # the stated power is that of the comparisons against an exact or quadrature mmse only
+    assert all(r["detectable_relative_error"] <= prior_checks.RISK_DETECT for row, r in rows.items()
+               if row not in circular)
+    assert all(r["draws"] == prior_checks.RISK_MIN_DRAWS for row, r in rows.items() if row in circular)
+    # decided the same way each time (mmse's own Monte Carlo is seeded by the replicate)
+    measured = prior_checks._risk_measured(shared)
+    for row in circular:
+        name, s2 = row.split()[0], float(row.split("=")[1])
+        again = prior_checks.reference_risk(prior_checks.REFERENCE_PRIORS[name][1], s2,
+                                            np.random.default_rng(measured[name, s2]["mmse_seed"]))
+        assert again.value == rows[row]["mmse"]
