@@ -82,8 +82,8 @@ def plot_stability(runs: list[dict], prediction: dict, onset: list[dict], decisi
             ax.plot(ns, centre[1] + decision["predicted"] * (np.log(ns) - centre[0]), ":", color=colour[h2], lw=1)
         c = decision["coefficient"]
         ax.set_title(f"N_c law: pooled slope {c.estimate:.3f} [{c.low:.3f}, {c.high:.3f}] vs linear theory "
-                     f"{decision['predicted']:.3f} (dotted)\n(rate 1/e would give {decision['excluded']:.3f})",
-                     fontsize=9)
+                     f"{decision['predicted']:.3f} (dotted)\n(passes within [{decision['law_band'][0]:.3f}, "
+                     f"{decision['law_band'][1]:.3f}]; rate 1/e would give {decision['excluded']:.3f})", fontsize=9)
     ax.set_xscale("log", base=2)
     ax.set_xlabel(N_LABEL)
     ax.set_ylabel("departure depth t_c (power grown by N/300)")
@@ -101,9 +101,15 @@ def plot_stability(runs: list[dict], prediction: dict, onset: list[dict], decisi
         for bound in decision["band"]:
             ax.axvline(bound, color="grey", ls="--", lw=1)
         ax.axvline(1.0, color="k", lw=1)
+        for bound in sc.ONSET_SCALE_BAND:
+            ax.axvline(bound, color="k", ls=":", lw=1)
+        scale = decision["scale"]
+        mean = "" if scale is None else (f"; mean {scale.estimate:.3f} [{scale.low:.3f}, {scale.high:.3f}] "
+                                         f"(passes within the dotted [{sc.ONSET_SCALE_BAND[0]:g}, "
+                                         f"{sc.ONSET_SCALE_BAND[1]:g}])")
         ax.set_title(f"clump scale: {decision['inside']} of {decision['runs']} in the band lambda >= 3/4 lambda* "
-                     f"(dashed);\nflat S: {100 * decision['flat_fraction']:.0f}%, binomial p = {decision['p_value']:.2g}",
-                     fontsize=9)
+                     f"(dashed);\nflat S: {100 * decision['flat_fraction']:.0f}%, binomial p = {decision['p_value']:.2g}"
+                     f"{mean}", fontsize=8)
         ax.legend(fontsize=7)
     ax.set_xlabel("clump wavenumber / k*")
     ax.set_ylabel("runs")

@@ -116,20 +116,57 @@ def test_g2_chooses_cases_where_the_map_and_T_G_over_eta_differ_by_three_layers(
         assert math.ceil(continuous) - depth_noise.gaussian_layers(s2, t2, h2, mc.LAYER_ETA) >= 3
 
 
-def test_g2_passes_and_rejects_every_wrong_count(layers):
-    ctx, evidence = layers
+@pytest.fixture(scope="module")
+def layer_map(tmp_path_factory):
+    return measured_once(tmp_path_factory, "g2-map", mc.layer_ratios_follow_the_map)
+
+
+def test_g2_non_linear_case_is_where_the_first_order_map_is_far_off():
+    """In the third case the eta^2 Var(a) term is over a fifth of every layer's ratio; in the first two it is not."""
+    s2, t2, h2 = mc.LAYER_MAP_CASES[mc.SEPARATED_CASES]
+    eta, s = mc.LAYER_ETA, s2 + t2
+    for _ in range(depth_noise.gaussian_layers(s2, t2, h2, eta)):
+        exact = float(depth_noise.gaussian_variance_map(s, h2, eta, 1)[1])
+        first_order = (1 - eta) ** 2 * s + 2 * eta * (1 - eta) * s * s / (s + h2)
+        assert abs(first_order / exact - 1) > 0.2
+        s = exact
+
+
+def test_g2_passes_and_rejects_every_wrong_map(layer_map):
+    ctx, evidence = layer_map
     assert evidence.passed, evidence.summary
-    chk = registered("G2", mc.layers_follow_the_discrete_map)
+    chk = registered("G2", mc.layer_ratios_follow_the_map)
+    assert {"map to first order in eta", "frozen-context map", "continuous depth per layer"} <= {
+        a.name for a in chk.wrong_theories()}
     for alt in chk.wrong_theories():  # the 1% errors of the covered functions change no measurement
         with alt.applied():
-            assert not mc.layers_follow_the_discrete_map(ctx).passed, alt.name
+            assert not mc.layer_ratios_follow_the_map(ctx).passed, alt.name
 
 
 def test_g2_fails_when_a_layer_takes_nine_tenths_of_its_step(tmp_path, monkeypatch):
     real = meanfield._LayerField.__call__
     monkeypatch.setattr(meanfield._LayerField, "__call__", lambda self, tokens: 0.9 * real(self, tokens))
-    evidence = mc.layers_follow_the_discrete_map(Context(quick=True, out=tmp_path))
+    evidence = mc.layer_ratios_follow_the_map(Context(quick=True, out=tmp_path))
     assert not evidence.passed, evidence.summary
+
+
+def test_g2_fails_when_a_layer_is_one_percent_short(tmp_path, monkeypatch):
+    """A 1% shorter step moves every layer's ratio by ~0.1-0.5%: beyond the +-0.3% of some layer."""
+    real = meanfield._LayerField.__call__
+    monkeypatch.setattr(meanfield._LayerField, "__call__", lambda self, tokens: 0.99 * real(self, tokens))
+    evidence = mc.layer_ratios_follow_the_map(Context(quick=True, out=tmp_path))
+    assert not evidence.passed, evidence.summary
+
+
+def test_superseded_g2_passes_the_first_order_map(layers):
+    """Why it was superseded: its tolerance lets the map without its eta^2 term through."""
+    ctx, evidence = layers
+    assert evidence.passed, evidence.summary
+    chk = registered("G2", mc.layers_follow_the_discrete_map)
+    for alt in chk.wrong_theories():
+        with alt.applied():
+            passed = mc.layers_follow_the_discrete_map(ctx).passed
+        assert passed == (alt.name == "map to first order in eta"), alt.name
 
 
 # --------------------------------------------------------------------------------------------
@@ -165,7 +202,7 @@ def test_lattice_fails_when_the_kernel_is_ten_percent_too_wide(tmp_path, monkeyp
 
 @pytest.fixture(scope="module")
 def onset(tmp_path_factory):
-    return measured_once(tmp_path_factory, "e3", sc.onset_of_fluctuations)
+    return measured_once(tmp_path_factory, "e3", sc.onset_confirmatory)
 
 
 def test_onset_passes_draws_its_figure_and_reuses_its_runs(onset, monkeypatch):
@@ -181,25 +218,39 @@ def test_onset_passes_draws_its_figure_and_reuses_its_runs(onset, monkeypatch):
 
     monkeypatch.setattr(sc, "run_onset", forbidden)
     monkeypatch.setattr(sc, "run_one", forbidden)
-    again = sc.onset_of_fluctuations(Context(quick=True, out=ctx.out))
+    again = sc.onset_confirmatory(Context(quick=True, out=ctx.out))
     assert again.summary == evidence.summary
+    assert {seed for _, _, seed, _ in evidence.data["departure_depths"]} == set(
+        range(sc.ONSET_CONFIRM_SEED_START, sc.ONSET_CONFIRM_SEED_START + sc.onset_design(True)["seeds"]))
 
 
-def test_onset_rejects_a_flat_structure_factor_and_the_wrong_rates(onset):
+def test_onset_rejects_a_flat_structure_factor_and_the_wrong_rates_and_scales(onset):
     ctx, _ = onset
-    chk = registered("S1", sc.onset_of_fluctuations)
+    chk = registered("S1", sc.onset_confirmatory)
     assert chk.replication == "subsample"
-    assert {"flat structure factor", "rate peaking at 1/e", "N_c law with 1/e"} <= {a.name for a in chk.wrong_theories()}
+    assert {"flat structure factor", "rate peaking at 1/e", "N_c law with 1/e", "rate lambda* x 0.75",
+            "rate lambda* x 1.25", "clumps at k*/sqrt 2", "clumps at 1.3 k*"} <= {a.name for a in chk.wrong_theories()}
     power_ctx = Context(quick=True, out=ctx.out, power=True, cache=ctx.cache)
     for alt in chk.wrong_theories():
         with alt.applied():
-            evidence = sc.onset_of_fluctuations(power_ctx)
+            evidence = sc.onset_confirmatory(power_ctx)
         assert not evidence.passed, alt.name
+
+
+def test_superseded_onset_check_passes_clumps_at_another_scale(onset):
+    """Why it was superseded: its band [0.648, 1.40] k* lets clumps at 1.3 k* through (same criterion as before)."""
+    ctx, _ = onset
+    power_ctx = Context(quick=True, out=ctx.out, power=True, cache=ctx.cache)
+    chk = registered("S1", sc.onset_of_fluctuations)
+    [wider] = [a for a in chk.wrong_theories() if a.name == "clumps at 1.3 k*"]
+    with wider.applied():
+        evidence = sc.onset_of_fluctuations(power_ctx)
+    assert evidence.data["checks"]["mean clump wavenumber inside the band"], evidence.summary
 
 
 def test_onset_fails_when_the_kernel_is_four_times_too_wide(tmp_path, monkeypatch):
     wider_kernels(monkeypatch, 4.0)
-    evidence = sc.onset_of_fluctuations(Context(quick=True, out=tmp_path, power=True))
+    evidence = sc.onset_confirmatory(Context(quick=True, out=tmp_path, power=True))
     assert not evidence.passed, evidence.summary
 
 
@@ -207,11 +258,11 @@ def test_onset_decides_on_the_replicates_subset_of_a_larger_pool(tmp_path, monke
     monkeypatch.setattr(sc, "onset_design", lambda quick: {"h2": [0.0125], "n": [512, 1024], "seeds": 3})
     design = sc.onset_design(True)
     ctx = Context(quick=True, out=tmp_path, replicate=3, pool=2, power=True)
-    evidence = sc.onset_of_fluctuations(ctx)
+    evidence = sc.onset_confirmatory(ctx)
     stored = {r["seed"] for r in sc._parsed_onset(sc.ResultStore(ctx.store_path), True)}
     used = {seed for _, _, seed, _ in evidence.data["departure_depths"]}
-    assert stored == set(ctx.pool_seeds(design["seeds"], start=sc.ONSET_SEED_START))
-    assert used == set(ctx.subsample_seeds(design["seeds"], start=sc.ONSET_SEED_START)) and len(used) == design["seeds"]
+    assert stored == set(ctx.pool_seeds(design["seeds"], start=sc.ONSET_CONFIRM_SEED_START))
+    assert used == set(ctx.subsample_seeds(design["seeds"], start=sc.ONSET_CONFIRM_SEED_START)) and len(used) == design["seeds"]
 
 
 def _synthetic_run(h2, n, seed, rate_factor):
@@ -244,18 +295,23 @@ def test_onset_decision_on_synthetic_linear_growth():
 
 @pytest.mark.parametrize("claim_id,func", [
     ("G1", mc.gaussian_horizon_matches_particles), ("G2", mc.gaussian_layers_match_particles),
-    ("S1", sc.finite_n_stability),
+    ("S1", sc.finite_n_stability), ("G2", mc.layers_follow_the_discrete_map), ("S1", sc.onset_of_fluctuations),
 ])
 def test_first_version_checks_are_kept_as_superseded(claim_id, func):
     chk = registered(claim_id, func)
     assert not chk.gating and chk.note.startswith("superseded by") and chk.criterion
-    successor = chk.note.split("'")[1]
-    assert any(c.gating and c.name.startswith(successor) for c in CLAIMS[claim_id].checks)
+    for _ in range(len(CLAIMS[claim_id].checks)):  # follow the successors to a gating check
+        successor = chk.note.split("'")[1]
+        [chk] = [c for c in CLAIMS[claim_id].checks if c.name.startswith(successor)]
+        if chk.gating:
+            break
+    assert chk.gating
 
 
 def test_every_alternative_swaps_attributes_that_exist():
     for claim_id, func in [("G1", mc.horizon_coefficient_by_regression), ("G2", mc.layers_follow_the_discrete_map),
-                           ("S1", mc.mode_growth_matches_linear_stability), ("S1", sc.onset_of_fluctuations)]:
+                           ("G2", mc.layer_ratios_follow_the_map), ("S1", mc.mode_growth_matches_linear_stability),
+                           ("S1", sc.onset_of_fluctuations), ("S1", sc.onset_confirmatory)]:
         for alt in registered(claim_id, func).wrong_theories():
             with alt.applied():
                 pass

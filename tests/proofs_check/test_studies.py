@@ -23,8 +23,9 @@ def report(tmp_path):
 
 
 def evidence_of(tmp_path, claim_id, prefix):
-    """The evidence of the check that draws the experiment's figure (the first whose name starts with ``prefix``)."""
-    return next(e for e in report(tmp_path)[claim_id]["evidence"] if e["check"].startswith(prefix + ":"))
+    """The evidence of the check that draws the experiment's figure (the first named ``prefix`` that has one)."""
+    return next(e for e in report(tmp_path)[claim_id]["evidence"]
+                if e["check"].split(":")[0].split(" (")[0] == prefix and e["figures"])
 
 
 CHECKS = {"E1": ("C8", "E1"), "E2": ("C6", "E2"), "E3": ("S1", "E3"), "E4": ("C9", "E4"), "E5": ("G3", "E5")}
