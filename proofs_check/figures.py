@@ -19,8 +19,7 @@ import numpy as np  # noqa: E402
 from numerics import stats  # noqa: E402
 
 __all__ = [
-    "grouped_intervals", "plot_clean_context", "plot_depth_sweep", "plot_estimator_table", "plot_recovery",
-    "plot_stability", "save",
+    "grouped_intervals", "plot_clean_context", "plot_depth_sweep", "plot_estimator_table", "plot_recovery", "save",
 ]
 
 GAP_LABEL = r"gap to Bayes $\|\hat x - E[x|\tilde x]\|^2/d$ (squared data units)"
@@ -198,61 +197,4 @@ def plot_clean_context(rows_by_prior: dict[str, list[dict]], folder: Path, name:
     _loglog(ax)
     ax.set_title("E5: clean context, one step of bandwidth sigma2 (dotted: slope -1)", fontsize=10)
     ax.legend(fontsize=8)
-    return save(fig, folder, name)
-
-
-def plot_stability(runs: list[dict], prediction: dict, folder: Path, name: str = "E3_stability") -> Path:
-    """E3: token variance against depth vs the mean-field map, structure factor at k*, clump scale, risk.
-
-    ``runs`` are E3 records (one per N and seed); ``prediction`` holds the mean-field variance
-    trajectory (``depths``, ``variances``), ``tau2``, ``T_star``, ``T_G``, ``k_star`` and ``rate``
-    (the linear growth rate of the structure factor, 2 lambda*).
-    """
-    fig, axes = plt.subplots(2, 2, figsize=(11, 8))
-    ns = sorted({r["n"] for r in runs})
-    colour = dict(zip(ns, _colours()))
-    ax = axes[0, 0]
-    ax.plot(prediction["depths"], prediction["variances"], "k-", lw=2, label="mean field (exact layer map)")
-    for r in runs:
-        ax.plot(r["depths"], r["variances"], color=colour[r["n"]], lw=1, alpha=0.8,
-                label=f"N = {r['n']}" if r["seed"] == 0 else None)
-    ax.axhline(prediction["tau2"], color="grey", ls=":", lw=1)
-    ax.axvline(prediction["T_star"], color="grey", ls=":", lw=1)
-    ax.axvline(prediction["T_G"], color="grey", ls="--", lw=1)
-    ax.set_xlabel("depth t")
-    ax.set_ylabel("token variance (squared data units)")
-    ax.set_title("variance: dotted tau2 and T*, dashed T_G", fontsize=9)
-    ax.legend(fontsize=7)
-    ax = axes[0, 1]
-    for r in runs:
-        ax.semilogy(r["depths"], np.array(r["band_structure"]) / r["n"], color=colour[r["n"]], lw=1, alpha=0.8,
-                    label=f"N = {r['n']}" if r["seed"] == 0 else None)
-    t = np.array(prediction["depths"])
-    for n in ns:
-        ax.semilogy(t, np.exp(prediction["rate"] * t) / n, ls=":", color=colour[n], lw=1)
-    ax.set_ylim(1e-5, 2)
-    ax.set_xlabel("depth t")
-    ax.set_ylabel("S(k)/N near k* (fluctuation power)")
-    ax.set_title("density fluctuations near k*; dotted: exp(2 lambda* t)/N (linear theory)", fontsize=9)
-    ax = axes[1, 0]
-    for n in ns:
-        peaks = [r["peak_k"] / prediction["k_star"] for r in runs if r["n"] == n and r["peak_k"] is not None]
-        ax.plot([n] * len(peaks), peaks, "o", color=colour[n])
-    ax.axhline(1.0, color="k", lw=1)
-    for bound in prediction["band"]:
-        ax.axhline(bound / prediction["k_star"], color="grey", ls=":", lw=1)
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel(N_LABEL)
-    ax.set_ylabel("clump wavenumber / k*")
-    ax.set_title("clump scale at the first depth with S >= N/20; dotted: lambda >= 3/4 lambda*", fontsize=9)
-    ax = axes[1, 1]
-    for key, style, label in (("gap_T_star", "-o", "at T*"), ("gap_T_G", "--s", "at T_G")):
-        sub = [{"n": r["n"], "gap": r[key]} for r in runs]
-        n, mean, half = grouped_intervals(sub, "n", "gap")
-        ax.errorbar(n, mean, yerr=half, fmt=style, capsize=3, ms=4, color="k", label=f"two-stage {label}")
-    _loglog(ax)
-    ax.set_title("Stage 2's gap to Bayes", fontsize=9)
-    ax.legend(fontsize=8)
-    fig.suptitle("E3: finite-N Stage 1 against mean field and linear stability (Gaussian prior)", fontsize=11)
-    fig.tight_layout()
     return save(fig, folder, name)

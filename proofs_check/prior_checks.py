@@ -420,7 +420,7 @@ def tweedie_finite_differences(ctx: Context) -> Evidence:
     "C10", "Tweedie's formula for all six reference priors (and the 3-D sphere), closed forms",
     criterion=_TWEEDIE_CRITERION.format(priors=_prior_list(FIRST_PRIORS)),
     replication="seeds",
-    alternatives=_tweedie_alternatives(),
+    alternatives=_tweedie_alternatives() + _asymmetric_alternatives(),  # these added with its successor: it passes them
     gating=False,
     note=f"superseded by 'Tweedie's formula on {_N_PRIORS} reference priors (...), closed forms': {_FIRST_NOTE}",
 )
@@ -434,7 +434,7 @@ def tweedie_first_priors(ctx: Context) -> Evidence:
     criterion=_FD_CRITERION.format(priors=_prior_list(FIRST_PRIORS)).replace(
         f"for each of {_prior_list(FIRST_PRIORS)} and", "for each prior and"),  # its words, verbatim
     replication="seeds",
-    alternatives=_tweedie_alternatives(),
+    alternatives=_tweedie_alternatives() + _asymmetric_alternatives(),  # these added with its successor: it passes them
     gating=False,
     note=(f"superseded by 'Tweedie's formula on {_N_PRIORS} reference priors (...), finite-difference score': "
           f"{_FIRST_NOTE}"),
@@ -781,6 +781,15 @@ def _gaussian_mmse_sd_for_variance(real):
     return wrong
 
 
+def _asymmetric_risk_alternatives():
+    """An mmse right on N(0, 1) (sd = variance) and wrong elsewhere."""
+    return [
+        alternative("Gaussian mmse with sd for the variance",
+                    "Gaussian.mmse sd sigma2 / (sd + sigma2) in place of tau2 sigma2 / (tau2 + sigma2)",
+                    swap("numerics.priors:Gaussian._mmse", _gaussian_mmse_sd_for_variance), kind="implementation"),
+    ]
+
+
 def _risk_alternatives():
     return [
         alternative("MMSE is the linear (Gaussian) MMSE",
@@ -799,11 +808,7 @@ def _risk_alternatives():
     "C10", f"Bayes risk of {_N_PRIORS} reference priors (asymmetric, unequal weights, off-centre) against Monte Carlo",
     criterion=_risk_criterion(REFERENCE_PRIORS),
     replication="seeds",
-    alternatives=_risk_alternatives() + [
-        alternative("Gaussian mmse with sd for the variance",
-                    "Gaussian.mmse sd sigma2 / (sd + sigma2) in place of tau2 sigma2 / (tau2 + sigma2)",
-                    swap("numerics.priors:Gaussian._mmse", _gaussian_mmse_sd_for_variance), kind="implementation"),
-    ],
+    alternatives=_risk_alternatives() + _asymmetric_risk_alternatives(),
     covers=tuple(f"numerics.priors:{cls}.mmse" for cls in PRIOR_COVERS),
 )
 def bayes_risk_all_priors(ctx: Context) -> Evidence:
@@ -821,7 +826,7 @@ def bayes_risk_all_priors(ctx: Context) -> Evidence:
                f"rejected with power >= {RISK_POWER:g} at each sigma2 (1% of the risk >= (z + 1.645) se, x "
                f"{RISK_MARGIN:g}, at least {RISK_MIN_DRAWS})"),
     replication="seeds",
-    alternatives=_risk_alternatives(),
+    alternatives=_risk_alternatives() + _asymmetric_risk_alternatives(),  # the last added with its successor: it passes it
     gating=False,
     note=(f"superseded by 'Bayes risk of {_N_PRIORS} reference priors (...) against Monte Carlo': its priors are "
           f"the {len(FIRST_PRIORS)} of the first Tweedie checks, whose N(0, 1) (sd = variance) passes an mmse with sd "

@@ -14,15 +14,9 @@ from pathlib import Path
 import numpy as np
 
 from . import figures
-from .figures import GAP_LABEL, N_LABEL, grouped_intervals, save
+from .figures import GAP_LABEL, N_LABEL, _colours, grouped_intervals, save
 
 __all__ = ["plot_stability"]
-
-
-def _colours():
-    import matplotlib.pyplot as plt
-
-    return plt.rcParams["axes.prop_cycle"].by_key()["color"]
 
 
 def plot_stability(runs: list[dict], prediction: dict, onset: list[dict], decision: dict | None, folder: Path,

@@ -393,8 +393,14 @@ def test_discrete_blocks_match_direct_computation():
     assert_allclose(small.posterior_mean(xt, 0.3), want_mean, rtol=1e-11, atol=1e-12)
 
 
-def test_discrete_respects_memory_budget():
-    """20000 atoms x 3000 queries would need 480 MB at once; the blocks stay within 4 MiB."""
+@pytest.mark.parametrize("method,extra", [("posterior_mean", 0), ("noisy_score", 20_000 * 8)],
+                         ids=["posterior_mean", "noisy_score"])
+def test_discrete_respects_memory_budget(method, extra):
+    """20000 atoms x 3000 queries would need 480 MB at once; the blocks stay within 4 MiB.
+
+    Both routes block their rows: the posterior mean, and the density's score, which beside the
+    buffer holds ``(K, d)`` arrays only (its own centred atoms, their norms, the slopes: ``extra`` each).
+    """
     rng = np.random.default_rng(SEED)
     budget = 4 * 2**20
     prior = Discrete(rng.normal(size=(20_000, 1)), budget_bytes=budget)
@@ -402,27 +408,11 @@ def test_discrete_respects_memory_budget():
     tracemalloc.start()
     try:
         tracemalloc.reset_peak()
-        prior.posterior_mean(xt, 0.1)
+        getattr(prior, method)(xt, 0.1)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert peak <= budget + 2**18  # plus the (3000, 1) inputs and outputs
-
-
-def test_discrete_score_respects_memory_budget():
-    """The density's route blocks its rows too; beside the buffer it holds ``(K, d)`` arrays only."""
-    rng = np.random.default_rng(SEED)
-    budget = 4 * 2**20
-    prior = Discrete(rng.normal(size=(20_000, 1)), budget_bytes=budget)
-    xt = rng.normal(size=(3000, 1))
-    tracemalloc.start()
-    try:
-        tracemalloc.reset_peak()
-        prior.noisy_score(xt, 0.1)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    assert peak <= budget + 2**18 + 4 * 20_000 * 8  # plus inputs, outputs and the (K, d) centred atoms
+    assert peak <= budget + 2**18 + 4 * extra  # plus the (3000, 1) inputs and outputs
 
 
 # What __init__ precomputes for the attention step (the posterior mean), and a change to each.
