@@ -20,6 +20,7 @@ __all__ = [
     "check_fitted",
     "check_interval",
     "check_nonnegative",
+    "check_nonnegative_int",
     "check_option",
     "check_positive",
     "check_positive_int",
@@ -73,13 +74,22 @@ def check_interval(value, name: str, low: float, high: float, *, closed: str = "
     return value
 
 
-def check_positive_int(value, name: str) -> int:
-    """Return ``value`` as an int, or raise if it is not an integer >= 1."""
+def _check_int(value, name: str, low: int) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an integer, got {value!r} of type {type(value).__name__}")
-    if value < 1:
-        raise ValueError(f"{name} == {value}, must be >= 1")
+    if value < low:
+        raise ValueError(f"{name} == {value}, must be >= {low}")
     return int(value)
+
+
+def check_positive_int(value, name: str) -> int:
+    """Return ``value`` as an int, or raise if it is not an integer >= 1."""
+    return _check_int(value, name, 1)
+
+
+def check_nonnegative_int(value, name: str) -> int:
+    """Return ``value`` as an int, or raise if it is not an integer >= 0."""
+    return _check_int(value, name, 0)
 
 
 def check_option(value, name: str, options: Iterable[str]) -> str:
