@@ -533,6 +533,9 @@ def fit_transformer(prior, sigma2, *, n_tokens, n_layers, parametrization="scala
             clean = prior.sample(batch * n_tokens, rng).reshape(batch, n_tokens, prior.dim)
             noisy = clean + scale * rng.standard_normal(clean.shape)
             loss, grad = _loss_and_gradient(params, parametrization, noisy, clean)
+            if not (np.isfinite(loss) and all(np.all(np.isfinite(g)) for g in grad.values())):
+                raise FloatingPointError(f"training diverged at step {step}: loss {loss}, a non-finite gradient or "
+                                         f"both (lr == {lr}; try a smaller one)")
             _adam_step(params, grad, m, v, step, lr)
             losses.append(loss)
             if conn is not None and (step % checkpoint_every == 0 or step == steps):

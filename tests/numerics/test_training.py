@@ -214,3 +214,17 @@ def test_loss_and_gradient_and_denoise_reject_bad_inputs():
         TrainedTransformer(params).denoise(np.zeros((4, 3)))
     with pytest.raises(ValueError, match="reshape"):
         TrainedTransformer(params).denoise(np.zeros(4))
+
+
+def test_divergence_is_an_error_not_a_silent_nan(monkeypatch):
+    real = training._loss_and_gradient
+    calls = []
+
+    def diverging(*args):
+        calls.append(1)
+        loss, grad = real(*args)
+        return (float("nan"), grad) if len(calls) == 2 else (loss, grad)
+
+    monkeypatch.setattr(training, "_loss_and_gradient", diverging)
+    with pytest.raises(FloatingPointError, match="diverged at step 2"):
+        fit_transformer(TWO_CLUSTERS, 0.5, n_tokens=4, n_layers=1, steps=3, batch=2, seed=0)
