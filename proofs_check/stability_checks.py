@@ -549,7 +549,9 @@ _ONSET_ALTERNATIVES = [
             "lambda* x 0.93 to x 1.03 in nearly every subset (x 0.90: 62%, x 1.05: 55%, x 1.07: 10%, full mode) and "
             "rejects x 0.85 and x 1.1 and beyond: it states lambda* = 2/e to within about 10%, not 2/e against "
             "0.96 x 2/e. (b) resolves the scale to about +-10% (measured wavenumbers x 0.9: 43% pass, x 0.85 and "
-            "x 1.1: none). Size and power: see the power analysis")
+            "x 1.1: none). Size 0.12 in quick mode (40 subsets of a 15-seed pool: 5 seeds give t-intervals near the "
+            "+-10%), 0 in full mode (200 subsets of a 40-seed pool); power 1 against each wrong theory registered here, "
+            "in both")
 def onset_confirmatory(ctx: Context) -> Evidence:
     runs, design = _onset_runs(ctx, ONSET_CONFIRM_SEED_START)
     d = decide_onset(runs, design["n"])
