@@ -671,7 +671,7 @@ def recovery_floors(rows_by_part: dict[str, list[dict]], estimator: str = "two-s
     "beyond what N <= 131072 can tell apart from a vanishing gap, so c's interval need not contain 0. The runs resolve "
     "floors down to about 2x the gap at N = 131072 (2 x c's upper end, in the evidence). Per-prior floors at that "
     "gap (0.03% of the MMSE for the Gaussian, 0.85% for the clusters): power 0 against the Gaussian's (this check's "
-    "fixed 1.5% threshold is 45x its gap), 0.95 quick and 1.0 full against the clusters' (40 subsets each)",
+    "fixed 1.5% threshold is 45x its gap), 0.95 quick (40 subsets) and 0.99 full (200 subsets) against the clusters'",
 )
 def recovery_floor(ctx: Context) -> Evidence:
     rows = _schedule(recovery_data(_run(recovery_configs(ctx.quick), ctx)), "log")
