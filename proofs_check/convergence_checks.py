@@ -377,6 +377,26 @@ def _interval_text(iv) -> str:
     return "no interval (fewer than two seeds with two N)" if iv is None else str(iv)
 
 
+def _per_seed_slope_decision(rows: dict[str, list[dict]], estimator: str, label=lambda part: part):
+    """``(passed, text, data)`` of a per-seed slope check (E1, E5): every in-sample interval below 0.
+
+    The t-interval over seeds of the per-seed log-log slopes of the in-sample gap decides; those of
+    the gap on fresh queries and the slope pooled over (N, seed) points are reported beside it.
+    """
+    fits = seed_slopes(rows, estimator)
+    oos = seed_slopes(rows, estimator, column="oos_gap")
+    pooled = gap_slopes(rows, estimator)
+    text = "; ".join(f"{label(part)}: {_interval_text(fit['interval'])} (fresh queries "
+                     f"{_interval_text(oos[part]['interval'])}; pooled over (N, seed) points {pooled[part].slope})"
+                     for part, fit in fits.items())
+    passed = bool(fits) and all(f["interval"] is not None and f["interval"].high < 0 for f in fits.values())
+    data = {"slopes": {p: _interval_list(f["interval"]) for p, f in fits.items()},
+            "oos_slopes": {p: _interval_list(f["interval"]) for p, f in oos.items()},
+            "per_seed": {p: {str(k): v for k, v in f["slopes"].items()} for p, f in fits.items()},
+            "pooled_slopes": {p: [f.slope.estimate, f.slope.low, f.slope.high] for p, f in pooled.items()}}
+    return passed, text, data
+
+
 def n_over_n_c(row: dict) -> float:
     """``N / N_c`` of a row, with the stability bound ``N_c = exp(2 sigma2 / (e h2))`` of S1."""
     return row["n"] / stability.token_scaling(row["sigma2"], row["h2"])
@@ -452,22 +472,14 @@ _E1_SLOPE_ALTERNATIVES = [
 def recovery_per_seed(ctx: Context) -> Evidence:
     rows = _schedule(recovery_data(_run(recovery_configs(ctx.quick), ctx)), "log")
     figs = _plot("E1", ctx)
-    fits = seed_slopes(rows, "two-stage")
-    oos = seed_slopes(rows, "two-stage", column="oos_gap")
-    pooled = gap_slopes(rows, "two-stage")
-    text = "; ".join(f"{part}: {_interval_text(fit['interval'])} (fresh queries {_interval_text(oos[part]['interval'])}; "
-                     f"pooled over (N, seed) points {pooled[part].slope})" for part, fit in fits.items())
+    passed, text, data = _per_seed_slope_decision(rows, "two-stage")
     n_max = {part: max(r["n"] for r in part_rows) for part, part_rows in rows.items()}
     return Evidence(
-        passed=bool(fits) and all(f["interval"] is not None and f["interval"].high < 0 for f in fits.values()),
+        passed=passed,
         kind="rate",
         summary=f"gap ~ N^p, slope fitted per seed over N (up to {n_max}), t-interval of the mean over seeds, "
         f"N/N_c = N^(1/2): {text} (passes when every in-sample per-seed interval lies below 0)",
-        data={"slopes": {p: _interval_list(f["interval"]) for p, f in fits.items()},
-              "oos_slopes": {p: _interval_list(f["interval"]) for p, f in oos.items()},
-              "per_seed": {p: {str(k): v for k, v in f["slopes"].items()} for p, f in fits.items()},
-              "pooled_slopes": {p: [f.slope.estimate, f.slope.low, f.slope.high] for p, f in pooled.items()},
-              "n_max": n_max},
+        data={**data, "n_max": n_max},
         figures=figs,
     )
 
@@ -1270,21 +1282,13 @@ _E5_SLOPE_ALTERNATIVES = [alternative("gap with a floor of 0.4% of the Bayes ris
 def clean_context_per_seed(ctx: Context) -> Evidence:
     rows = clean_data(_run(clean_configs(ctx.quick), ctx))
     figs = _plot("E5", ctx)
-    fits = seed_slopes(rows, "clean-context")
-    oos = seed_slopes(rows, "clean-context", column="oos_gap")
-    pooled = gap_slopes(rows, "clean-context")
-    text = "; ".join(f"{RECOVERY_PRIORS[p][0]}: {_interval_text(f['interval'])} (fresh queries "
-                     f"{_interval_text(oos[p]['interval'])}; pooled over (N, seed) points {pooled[p].slope})"
-                     for p, f in fits.items())
+    passed, text, data = _per_seed_slope_decision(rows, "clean-context", label=lambda part: RECOVERY_PRIORS[part][0])
     return Evidence(
-        passed=bool(fits) and all(f["interval"] is not None and f["interval"].high < 0 for f in fits.values()),
+        passed=passed,
         kind="rate",
         summary=f"gap ~ N^p, one step of bandwidth sigma2 = {SIGMA2} over clean draws, slope fitted per seed, "
         f"t-interval of the mean over seeds: {text} (passes when every in-sample per-seed interval lies below 0)",
-        data={"slopes": {p: _interval_list(f["interval"]) for p, f in fits.items()},
-              "oos_slopes": {p: _interval_list(f["interval"]) for p, f in oos.items()},
-              "per_seed": {p: {str(k): v for k, v in f["slopes"].items()} for p, f in fits.items()},
-              "pooled_slopes": {p: [f.slope.estimate, f.slope.low, f.slope.high] for p, f in pooled.items()}},
+        data=data,
         figures=figs,
     )
 
