@@ -1101,6 +1101,11 @@ class ResultStore:
         cur = self._conn.execute("SELECT key, payload FROM records WHERE experiment = ? ORDER BY key", (experiment,))
         return {key: json.loads(payload) for key, payload in cur}
 
+    def record_keys(self, experiment: str) -> set[str]:
+        """The keys of ``experiment``'s records, without reading their payloads."""
+        cur = self._conn.execute("SELECT key FROM records WHERE experiment = ?", (experiment,))
+        return {key for (key,) in cur}
+
     def to_csv(self, path, experiment: str | None = None) -> int:
         """Write the rows (of one experiment, or all) to a CSV file with a header; returns the row count.
 

@@ -159,7 +159,7 @@ def first_version_runs(ctx: Context) -> list[dict]:
     ns, seeds = sizes(ctx.quick)
     experiment = mode_name("E3", "gaussian", ctx.quick)
     with ResultStore(ctx.store_path) as store:
-        done = store.records(experiment)
+        done = store.record_keys(experiment)
         todo = [(n, seed, pred) for n in ns for seed in range(seeds) if _key(n, seed) not in done]
         for (n, seed, _), record in _computed(todo, run_one, ctx.workers, experiment):
             store.add_record(experiment, _key(n, seed), record)
@@ -478,7 +478,7 @@ def _onset_runs(ctx: Context, start: int) -> tuple[list[dict], dict]:
     experiment = mode_name("E3", "onset", ctx.quick)
     pool = ctx.pool_seeds(design["seeds"], start=start)
     with ResultStore(ctx.store_path) as store:
-        done = store.records(experiment)
+        done = store.record_keys(experiment)
         todo = [(h2, n, seed) for seed in pool for h2 in design["h2"] for n in design["n"]
                 if _onset_key(h2, n, seed) not in done]
         for (h2, n, seed), record in _computed(todo, run_onset, ctx.workers, experiment):

@@ -381,6 +381,7 @@ def test_records_keep_the_first_write_and_survive_reopening(tmp_path):
     with sweep.ResultStore(tmp_path / "s.db") as store:
         assert store.records("E") == {"k1": {"n": 5, "x": [0.0, 1.0, 2.0]}}
         assert store.records("missing") == {}
+        assert store.record_keys("E") == {"k1"} and store.record_keys("missing") == set()
         assert len(store) == 0 and store.integrity_check() == "ok"
 
 
