@@ -71,6 +71,7 @@ from .validation import (
 __all__ = [
     "INITS",
     "PARAMETRIZATIONS",
+    "SCHEDULES",
     "TrainedTransformer",
     "fit_transformer",
     "init_params",
@@ -79,6 +80,7 @@ __all__ = [
 
 PARAMETRIZATIONS = ("scalar", "matrix")
 INITS = ("random", "construction")
+SCHEDULES = ("constant", "cosine")
 _KEYS = {
     "scalar": ("log_beta", "log_value", "eta", "log_beta_s", "log_value_s"),
     "matrix": ("A", "W", "eta", "A_s", "W_s"),
@@ -86,6 +88,7 @@ _KEYS = {
 _ADAM_B1, _ADAM_B2, _ADAM_EPS = 0.9, 0.999, 1e-8
 # Spread of the random initialisation (see init_params).
 _LOG_BETA_HALF_WIDTH = 1.0
+_LOG_BETA_S_OFFSET = (np.log(2.0), np.log(4.0))
 _LOG_VALUE_SD = 0.1
 _MATRIX_NOISE = 0.2
 _TABLE = "training_checkpoints"
@@ -135,7 +138,9 @@ def init_params(dim, n_layers, sigma2, *, parametrization="scalar", init="random
     ``init="random"`` (draws in this order from ``rng``): :math:`\log\beta_l = \log(1/\sigma^2) + u_l`
     with :math:`u_l \sim U(-1, 1)` (so :math:`h_2 \in [\sigma^2/e, e\sigma^2]`, away from the
     construction's :math:`\sigma^2/4`), :math:`\log v_l \sim N(0, 0.1^2)`,
-    :math:`\eta_l \sim U(0, 1/L)`, then :math:`\log\beta_s`, :math:`\log v_s` as for a layer.
+    :math:`\eta_l \sim U(0, 1/L)`, then :math:`\log\beta_s = \log(1/\sigma^2) + \epsilon u` with a
+    random sign :math:`\epsilon` and :math:`u \sim U(\log 2, \log 4)` (the Stage-2 bandwidth starts a
+    factor 2 to 4 above or below the construction's :math:`\sigma^2`), :math:`\log v_s \sim N(0, 0.1^2)`.
     For ``"matrix"``: :math:`A_l = \beta_l (I + 0.2 G_l/\sqrt d)`, :math:`W_l = v_l (I + 0.2 G'_l/\sqrt d)`
     with standard normal ``G``, likewise ``A_s``, ``W_s``.
 
@@ -171,7 +176,7 @@ def init_params(dim, n_layers, sigma2, *, parametrization="scalar", init="random
         log_beta = -np.log(sigma2) + rng.uniform(-_LOG_BETA_HALF_WIDTH, _LOG_BETA_HALF_WIDTH, n_layers)
         log_value = rng.normal(0.0, _LOG_VALUE_SD, n_layers)
         eta = rng.uniform(0.0, 1.0, n_layers) / max(n_layers, 1)
-        log_beta_s = -np.log(sigma2) + rng.uniform(-_LOG_BETA_HALF_WIDTH, _LOG_BETA_HALF_WIDTH)
+        log_beta_s = -np.log(sigma2) + rng.choice((-1.0, 1.0)) * rng.uniform(*_LOG_BETA_S_OFFSET)
         log_value_s = rng.normal(0.0, _LOG_VALUE_SD)
         noise = _MATRIX_NOISE / np.sqrt(dim) * rng.standard_normal((2 * n_layers + 2, dim, dim))
     if kind == "scalar":
@@ -231,15 +236,22 @@ def _attend_backward(d_out, out, queries, keys, A, W, cache, *, want_queries: bo
     return (dS @ Y if want_queries else None), d_keys, dA, dW
 
 
-def _forward(params, kind: str, noisy, tape=None):
-    """Output ``(B, n, d)`` of the network; with a list ``tape``, appends what the backward pass needs."""
-    A, W, A_s, W_s = _matrices(params, kind, noisy.shape[2])
+def _stage_one(params, kind: str, noisy, tape=None):
+    """Refined tokens ``(B, n, d)`` after the Stage-1 layers; with a list ``tape``, appends each layer's input."""
+    A, W, _, _ = _matrices(params, kind, noisy.shape[2])
     x = noisy
     for A_l, W_l, eta in zip(A, W, params["eta"]):
         attn, cache = _attend(x, x, A_l, W_l)
         if tape is not None:
             tape.append((x, attn, cache))
         x = x + eta * (attn - x)
+    return x
+
+
+def _forward(params, kind: str, noisy, tape=None):
+    """Output ``(B, n, d)`` of the network; with a list ``tape``, appends what the backward pass needs."""
+    _, _, A_s, W_s = _matrices(params, kind, noisy.shape[2])
+    x = _stage_one(params, kind, noisy, tape)
     out, cache = _attend(noisy, x, A_s, W_s)
     if tape is not None:
         tape.append((x, out, cache))
@@ -375,11 +387,18 @@ class TrainedTransformer:
 
     def denoise(self, noisy) -> np.ndarray:
         """Denoise every token of a context ``(n, d)``, or of each context of a batch ``(B, n, d)``."""
+        return self._apply(_forward, noisy)
+
+    def stage_one(self, noisy) -> np.ndarray:
+        """The tokens of a context ``(n, d)`` (or of each context of a batch) refined by the Stage-1 layers."""
+        return self._apply(_stage_one, noisy)
+
+    def _apply(self, network, noisy) -> np.ndarray:
         single = np.ndim(noisy) != 3
         noisy = check_array(noisy, "noisy", ndim=2 if single else 3)
         batch = noisy[None] if single else noisy
         _check_dim(self.params_, self.parametrization_, batch.shape[2])
-        out = _forward(self.params_, self.parametrization_, batch)
+        out = network(self.params_, self.parametrization_, batch)
         return out[0] if single else out
 
     def __repr__(self) -> str:
@@ -439,14 +458,16 @@ def _load_checkpoint(conn, config: str, steps: int):
 
 
 def fit_transformer(prior, sigma2, *, n_tokens, n_layers, parametrization="scalar", steps, batch, seed,
-                    init="random", h2=None, lr=1e-2, store=None, checkpoint_every=200,
+                    init="random", h2=None, lr=1e-2, schedule="constant", store=None, checkpoint_every=200,
                     progress=False) -> TrainedTransformer:
     r"""Train the network by Adam on fresh contexts drawn from ``prior``.
 
     Step :math:`t` draws ``batch`` contexts of ``n_tokens`` clean tokens ``prior.sample`` and
     their noisy versions :math:`\tilde x = x + \sigma z`, :math:`z \sim N(0, I_d)`, computes the
     loss of :func:`loss_and_gradient` (MSE per coordinate over all tokens) and takes one Adam step
-    (:math:`\beta_1 = 0.9`, :math:`\beta_2 = 0.999`, :math:`\epsilon = 10^{-8}`). All randomness
+    (:math:`\beta_1 = 0.9`, :math:`\beta_2 = 0.999`, :math:`\epsilon = 10^{-8}`) at the rate
+    ``lr`` (``schedule="constant"``) or :math:`\mathrm{lr}\,\tfrac12(1 + \cos(\pi (t - 1)/\mathrm{steps}))`
+    (``"cosine"``: the parameters settle as the rate decays to 0). All randomness
     (the initialisation, then the contexts of steps 1, 2, ...) comes from one generator seeded by
     ``seed``, so a seed gives identical losses and parameters.
 
@@ -454,7 +475,8 @@ def fit_transformer(prior, sigma2, *, n_tokens, n_layers, parametrization="scala
     Adam moments, the step count, the generator's state and the losses are written in one
     transaction to the table ``training_checkpoints`` of that SQLite file, keyed by the canonical
     JSON of the configuration (``repr(prior)``, ``sigma2``, ``n_tokens``, ``n_layers``,
-    ``parametrization``, ``batch``, ``seed``, ``init``, ``h2``, ``lr``; not ``steps``). A later call
+    ``parametrization``, ``batch``, ``seed``, ``init``, ``h2``, ``lr``, ``schedule``; ``steps`` only
+    for ``"cosine"``, whose rates depend on it). A later call
     with the same configuration resumes from the latest checkpoint at a step <= ``steps`` and gives
     exactly the parameters and losses of an uninterrupted run. (A prior whose ``repr`` abbreviates
     a large array, ``<array of shape ...>``, is identified by that abbreviation only.)
@@ -482,6 +504,8 @@ def fit_transformer(prior, sigma2, *, n_tokens, n_layers, parametrization="scala
         Stage-1 bandwidth of ``init="construction"``; default ``sigma2 / 4``.
     lr : float
         Adam learning rate, > 0.
+    schedule : {"constant", "cosine"}
+        Learning-rate schedule.
     store : str or Path, optional
         SQLite file for checkpoints (created if missing).
     checkpoint_every : int
@@ -507,6 +531,7 @@ def fit_transformer(prior, sigma2, *, n_tokens, n_layers, parametrization="scala
     init = check_option(init, "init", INITS)
     h2 = (sigma2 / 4 if h2 is None else check_positive(h2, "h2")) if init == "construction" else None
     lr = check_positive(lr, "lr")
+    schedule = check_option(schedule, "schedule", SCHEDULES)
     checkpoint_every = check_positive_int(checkpoint_every, "checkpoint_every")
 
     rng = np.random.default_rng(seed)
@@ -516,7 +541,8 @@ def fit_transformer(prior, sigma2, *, n_tokens, n_layers, parametrization="scala
     losses, start = [], 0
     config = canonical_json({"prior": repr(prior), "sigma2": sigma2, "n_tokens": n_tokens, "n_layers": n_layers,
                              "parametrization": parametrization, "batch": batch, "seed": seed, "init": init,
-                             "h2": h2, "lr": lr})
+                             "h2": h2, "lr": lr, "schedule": schedule,
+                             **({"steps": steps} if schedule == "cosine" else {})})
     with contextlib.ExitStack() as stack:
         conn = None if store is None else stack.enter_context(_checkpoints(store))
         state = None if conn is None else _load_checkpoint(conn, config, steps)
@@ -536,7 +562,8 @@ def fit_transformer(prior, sigma2, *, n_tokens, n_layers, parametrization="scala
             if not (np.isfinite(loss) and all(np.all(np.isfinite(g)) for g in grad.values())):
                 raise FloatingPointError(f"training diverged at step {step}: loss {loss}, a non-finite gradient or "
                                          f"both (lr == {lr}; try a smaller one)")
-            _adam_step(params, grad, m, v, step, lr)
+            rate = lr if schedule == "constant" else lr * 0.5 * (1.0 + np.cos(np.pi * (step - 1) / steps))
+            _adam_step(params, grad, m, v, step, rate)
             losses.append(loss)
             if conn is not None and (step % checkpoint_every == 0 or step == steps):
                 _save_checkpoint(conn, config, step, {"params": params, "m": m, "v": v, "losses": losses,

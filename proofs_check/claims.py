@@ -109,3 +109,39 @@ claim(
     "under the Gaussian prior matching the batch's first two moments.",
     ("the baselines' own definitions (numerics.estimators, numerics.npmle)",),
 )
+
+# Trained networks (experiment E6): the trainable network is a claim of the toolkit; what training
+# finds is put as questions, with criteria fixed before the runs (issue 10's examples).
+claim(
+    "T0",
+    "the trainable network is the paper's network, with an exact gradient",
+    "numerics.training's network with the construction's parameters (beta_l = 1/h2, eta_l = T*/L, value scales 1, "
+    "beta_s = 1/sigma2) computes TwoStageTransformer's output, and its hand-written backward pass is the gradient "
+    "of its loss (the mean squared error over all tokens).",
+)
+claim(
+    "T1",
+    "trained Stage 2 learns the bandwidth sigma2",
+    "A minimal transformer trained from a random initialisation (Stage-2 bandwidth a factor 2 to 4 from sigma2) on "
+    "all-token-corrupted contexts learns the Stage-2 bandwidth 1/beta_s = sigma2 (two-cluster prior); for a "
+    "Gaussian prior, where Stage 2 over tokens of variance s is Bayes on the whole family h = s sigma2/tau2, it "
+    "learns a point of that family.",
+    ("scalar parametrization", "N = 64 tokens, L = 4 layers, finite training"),
+    question=True,
+)
+claim(
+    "T2",
+    "trained Stage 1 learns the depth-noise relation",
+    "The depth budget 2 sum_l eta_l h2_l of the trained Stage-1 layers grows with sigma2 at the slope of the "
+    "depth-noise relation, 2 h2 T* = sigma2 (slope 1).",
+    ("two-cluster prior", "scalar parametrization", "N = 64 tokens, L = 4 layers, finite training"),
+    question=True,
+)
+claim(
+    "T3",
+    "training is no worse than the construction",
+    "The trained network's risk is no larger than that of the constructed two-stage network with the same L and N "
+    "(h2 = sigma2/4, eta = T*/L, Stage-2 bandwidth sigma2).",
+    ("scalar parametrization", "N = 64 tokens, L = 4 layers, finite training"),
+    question=True,
+)

@@ -31,7 +31,7 @@ def _load(sources: list[str] | None) -> None:
 
 def _verify(args: argparse.Namespace) -> int:
     from .power import analyse
-    from .report import claim_line, power_line, write_report
+    from .report import claim_line, defects, power_line, write_report
     from .runner import run
 
     mode = "quick" if args.quick else "full"
@@ -63,7 +63,8 @@ def _verify(args: argparse.Namespace) -> int:
                         replicates=replicates, on_check=lambda r: print(power_line(r), flush=True))
         power_seconds = time.perf_counter() - start
     report = write_report(results, out, quick=args.quick, seconds=seconds, power=power, power_seconds=power_seconds)
-    failed = [c["id"] for c in report["claims"] if c["status"] in ("fail", "error")]
+    failed = defects(report)
+    answered_no = [c["id"] for c in report["claims"] if c["question"] and c["status"] == "fail"]
     print(f"report: {out / 'report.md'} and report.json ({report['seconds']:.1f} s"
           + (f", power analysis {power_seconds:.1f} s)" if power is not None else ")"))
     if power is not None:
@@ -71,10 +72,12 @@ def _verify(args: argparse.Namespace) -> int:
         print(f"power: {len(power) - len(weak)} of {len(power)} checks meet size <= 0.05 and power >= 0.95 by their "
               f"point estimates, {sum(r.meets_goal_at_95 for r in power)} by their 95% bounds"
               + (f"; below the goal: {'; '.join(weak)}" if weak else ""))
+    if answered_no:
+        print(f"questions answered no (findings, see the report): {', '.join(answered_no)}")
     if failed:
         print(f"FAILED: {', '.join(failed)}")
         return 1
-    print("all checks passed")
+    print("all checks passed" + (" (but for the questions answered no)" if answered_no else ""))
     return 0
 
 

@@ -39,6 +39,10 @@ REPORT_FUNCTIONS: dict[str, tuple[str, ...]] = {
         "numerics.transformer:AttentionHead.__call__",
         "numerics.transformer:TwoStageTransformer.__call__",
     ),
+    "trained networks": (
+        "numerics.training:TrainedTransformer.denoise",
+        "numerics.training:loss_and_gradient",
+    ),
     "theory evaluators": (
         "theory.depth_noise:leading_horizon",
         "theory.depth_noise:gaussian_horizon",

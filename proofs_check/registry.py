@@ -255,6 +255,8 @@ def _scaled(value, factor: float):
         return tuple(_scaled(v, factor) for v in value)
     if isinstance(value, list):
         return [_scaled(v, factor) for v in value]
+    if isinstance(value, dict):
+        return {k: _scaled(v, factor) for k, v in value.items()}
     if dataclasses.is_dataclass(value):
         return dataclasses.replace(value, **{f.name: _scaled(getattr(value, f.name), factor)
                                              for f in dataclasses.fields(value) if f.init})
@@ -346,23 +348,33 @@ class Check:
 
 @dataclass
 class Claim:
-    """A claim of the paper (or of the toolkit), with the checks registered for it."""
+    """A claim of the paper (or of the toolkit), with the checks registered for it.
+
+    A ``question`` is a hypothesis the toolkit puts to an experiment (what a trained network
+    learns), not a statement whose failure is a defect: its checks have criteria fixed before the
+    run and can fail, and a failure is reported as the answer "no"; ``attneb verify`` does not exit
+    non-zero for it.
+    """
 
     id: str
     title: str
     statement: str
     assumptions: tuple[str, ...]
     checks: list[Check] = field(default_factory=list)
+    question: bool = False
 
 
 CLAIMS: dict[str, Claim] = {}
 
 
-def claim(id: str, title: str, statement: str, assumptions: tuple[str, ...] = ()) -> Claim:
-    """Register a claim under ``id``; registering the same id twice is an error."""
+def claim(id: str, title: str, statement: str, assumptions: tuple[str, ...] = (), *, question: bool = False) -> Claim:
+    """Register a claim (or, with ``question=True``, a hypothesis: see :class:`Claim`) under ``id``.
+
+    Registering the same id twice is an error.
+    """
     if id in CLAIMS:
         raise ValueError(f"claim id {id!r} is already registered")
-    CLAIMS[id] = Claim(id, title, statement, tuple(assumptions))
+    CLAIMS[id] = Claim(id, title, statement, tuple(assumptions), question=question)
     return CLAIMS[id]
 
 

@@ -17,7 +17,7 @@ from .power import GOAL_POWER, GOAL_SIZE, CheckPower
 from .registry import CLAIMS
 from .runner import ClaimResult
 
-__all__ = ["claim_line", "power_line", "report_dict", "write_report"]
+__all__ = ["claim_line", "defects", "power_line", "report_dict", "status_label", "write_report"]
 
 
 def _evidence_text(result: ClaimResult) -> str:
@@ -31,9 +31,23 @@ def _evidence_text(result: ClaimResult) -> str:
     return " | ".join(parts) if parts else "no check registered yet"
 
 
+def status_label(claim_id_question: bool, status: str) -> str:
+    """How a status reads: a question's ``pass``/``fail`` is its answer, ``yes``/``no``."""
+    if claim_id_question and status in ("pass", "fail"):
+        return "answer " + ("yes" if status == "pass" else "no")
+    return status
+
+
 def claim_line(result: ClaimResult) -> str:
-    """One line per claim: id, status, evidence."""
-    return f"{result.claim.id:<4} {result.status.upper():<9} {_evidence_text(result)}"
+    """One line per claim: id, status (a question's answer), evidence."""
+    return f"{result.claim.id:<4} {status_label(result.claim.question, result.status).upper():<9} " \
+           f"{_evidence_text(result)}"
+
+
+def defects(report: dict) -> list[str]:
+    """Ids of the claims that failed or raised; a question answered "no" is a finding, not a defect."""
+    return [c["id"] for c in report["claims"]
+            if c["status"] == "error" or (c["status"] == "fail" and not c["question"])]
 
 
 def _verdict(meets: bool, at_95: bool) -> str:
@@ -76,7 +90,7 @@ def report_dict(results: list[ClaimResult], *, quick: bool, seconds: float,
             "scipy": scipy.__version__,
             "sympy": sympy.__version__,
         },
-        "passed": all(r.status in ("pass", "unchecked") for r in results),
+        "passed": all(r.status in ("pass", "unchecked") or (r.claim.question and r.status == "fail") for r in results),
         "claims": [
             {
                 "id": r.claim.id,
@@ -84,6 +98,7 @@ def report_dict(results: list[ClaimResult], *, quick: bool, seconds: float,
                 "statement": r.claim.statement,
                 "assumptions": list(r.claim.assumptions),
                 "status": r.status,
+                "question": r.claim.question,
                 "evidence": [
                     {
                         "check": c.name,
@@ -163,9 +178,15 @@ def _markdown(report: dict) -> str:
         "| claim | status | title |",
         "|---|---|---|",
     ]
-    lines += [f"| {c['id']} | {c['status']} | {c['title']} |" for c in report["claims"]]
+    lines += [f"| {c['id']} | {status_label(c['question'], c['status'])} | {c['title']} |" for c in report["claims"]]
+    if any(c["question"] for c in report["claims"]):
+        lines += ["", "Claims answered *yes*/*no* are questions the toolkit puts to an experiment (criteria fixed "
+                  "before the run): *no* is a finding about the theory, reported with its numbers, not a defect; "
+                  "`attneb verify` exits non-zero only for the other claims."]
     for c in report["claims"]:
-        lines += ["", f"## {c['id']}: {c['title']} — {c['status']}", "", c["statement"], ""]
+        kind = "question, " if c["question"] else ""
+        lines += ["", f"## {c['id']}: {c['title']} — {kind}{status_label(c['question'], c['status'])}", "",
+                  c["statement"], ""]
         if c["assumptions"]:
             lines += ["Assumptions: " + "; ".join(c["assumptions"]) + ".", ""]
         if not c["evidence"]:

@@ -17,6 +17,7 @@ from . import numeric_checks as _numeric_checks  # noqa: F401  (registers the nu
 from . import prior_checks as _prior_checks  # noqa: F401  (registers Tweedie and the Bayes risks of every prior)
 from . import stability_checks as _stability_checks  # noqa: F401  (registers E3)
 from . import symbolic_checks as _symbolic_checks  # noqa: F401  (registers the derivations)
+from . import training_checks as _training_checks  # noqa: F401  (registers T0-T3, experiment E6)
 from .registry import CLAIMS, Check, Claim, Context, Evidence
 from .studies import STUDIES
 

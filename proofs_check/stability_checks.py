@@ -24,16 +24,12 @@ stores a larger pool of seeds and decides on subsets, :meth:`Context.subsample_s
 from __future__ import annotations
 
 import hashlib
-import multiprocessing
-import os
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import numpy as np
 from scipy import optimize
 from scipy import stats as scipy_stats
 from scipy.special import logsumexp
-from tqdm import tqdm
 
 from numerics import meanfield, stats
 from numerics.estimators import StageTwoOnly
@@ -45,7 +41,7 @@ from theory import depth_noise, stability
 from . import claims as _claims  # noqa: F401  (registers the claims these checks attach to)
 from . import stability_figures
 from .registry import Context, Evidence, alternative, check, swap
-from .studies import mode_name, study
+from .studies import computed, mode_name, study
 
 SIGMA2, TAU2, H2, ETA = 0.5, 1.0, 0.05, 0.05
 EVERY = 5
@@ -120,39 +116,6 @@ def run_one(n: int, seed: int, pred: dict) -> dict:
     }
 
 
-#: Thread variables set to 1 in worker processes (their kernel sums are small matrix products).
-_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
-
-
-def _computed(todo: list[tuple], run, workers: int, desc: str):
-    """Yield ``(args, run(*args))`` for every ``args`` of ``todo``, as each finishes.
-
-    In this process when ``workers <= 1`` (where monkeypatches and swapped implementations
-    apply), else in a pool of ``workers`` spawned processes with one BLAS thread each. The caller
-    stores each record as it comes, so an interrupted run loses only the runs in flight.
-    """
-    if workers <= 1 or len(todo) < 2:
-        for args in tqdm(todo, desc=desc, unit="run", disable=None, dynamic_ncols=True):
-            yield args, run(*args)
-        return
-    saved = {var: os.environ.get(var) for var in _THREAD_VARS}
-    for var in _THREAD_VARS:
-        os.environ.setdefault(var, "1")
-    pool = ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=multiprocessing.get_context("spawn"))
-    try:
-        futures = {pool.submit(run, *args): args for args in todo}
-        for future in tqdm(as_completed(futures), total=len(futures), desc=desc, unit="run", disable=None,
-                           dynamic_ncols=True):
-            yield futures[future], future.result()
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
-        for var, value in saved.items():
-            if value is None:
-                os.environ.pop(var, None)
-            else:
-                os.environ[var] = value
-
-
 def first_version_runs(ctx: Context) -> list[dict]:
     """The runs of the first version (h2 = 0.05) of this mode's sizes: computed where the store lacks them."""
     pred = prediction()
@@ -161,7 +124,7 @@ def first_version_runs(ctx: Context) -> list[dict]:
     with ResultStore(ctx.store_path) as store:
         done = store.record_keys(experiment)
         todo = [(n, seed, pred) for n in ns for seed in range(seeds) if _key(n, seed) not in done]
-        for (n, seed, _), record in _computed(todo, run_one, ctx.workers, experiment):
+        for (n, seed, _), record in computed(todo, run_one, ctx.workers, experiment):
             store.add_record(experiment, _key(n, seed), record)
         return [r for r in _stored_runs(store, ctx.quick) if r["n"] in ns and r["seed"] < seeds]
 
@@ -481,7 +444,7 @@ def _onset_runs(ctx: Context, start: int) -> tuple[list[dict], dict]:
         done = store.record_keys(experiment)
         todo = [(h2, n, seed) for seed in pool for h2 in design["h2"] for n in design["n"]
                 if _onset_key(h2, n, seed) not in done]
-        for (h2, n, seed), record in _computed(todo, run_onset, ctx.workers, experiment):
+        for (h2, n, seed), record in computed(todo, run_onset, ctx.workers, experiment):
             store.add_record(experiment, _onset_key(h2, n, seed), record)
         cache_key = ("E3-onset", str(ctx.store_path), ctx.quick, len(done) + len(todo))
         if cache_key not in ctx.cache:

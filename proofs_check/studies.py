@@ -13,14 +13,18 @@ decision of ``attneb verify``, uses only the seeds its configuration names.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
+from tqdm import tqdm
+
 from numerics import sweep
 
-__all__ = ["STUDIES", "Study", "default_workers", "mode_name", "run_configs", "stored_rows", "study"]
+__all__ = ["STUDIES", "Study", "computed", "default_workers", "mode_name", "run_configs", "stored_rows", "study"]
 
 
 @dataclass(frozen=True)
@@ -94,3 +98,36 @@ def stored_rows(store: sweep.ResultStore, names: list[str]) -> dict[str, list[di
         raise LookupError(f"{store.path} holds no rows of {', '.join(missing)}; run 'attneb verify' "
                           "(with --quick for the quick mode) to compute them")
     return rows
+
+
+#: Thread variables set to 1 in worker processes (their kernel sums are small matrix products).
+_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
+
+
+def computed(todo: list[tuple], run, workers: int, desc: str):
+    """Yield ``(args, run(*args))`` for every ``args`` of ``todo``, as each finishes.
+
+    In this process when ``workers <= 1`` (where monkeypatches and swapped implementations
+    apply), else in a pool of ``workers`` spawned processes with one BLAS thread each. The caller
+    stores each record as it comes, so an interrupted run loses only the runs in flight.
+    """
+    if workers <= 1 or len(todo) < 2:
+        for args in tqdm(todo, desc=desc, unit="run", disable=None, dynamic_ncols=True):
+            yield args, run(*args)
+        return
+    saved = {var: os.environ.get(var) for var in _THREAD_VARS}
+    for var in _THREAD_VARS:
+        os.environ.setdefault(var, "1")
+    pool = ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=multiprocessing.get_context("spawn"))
+    try:
+        futures = {pool.submit(run, *args): args for args in todo}
+        for future in tqdm(as_completed(futures), total=len(futures), desc=desc, unit="run", disable=None,
+                           dynamic_ncols=True):
+            yield futures[future], future.result()
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+        for var, value in saved.items():
+            if value is None:
+                os.environ.pop(var, None)
+            else:
+                os.environ[var] = value

@@ -29,9 +29,10 @@ import sympy as sp
 
 from . import _calculus
 from ._calculus import gaussian_density, series_in
+from ._evaluate import evaluate
 from .derivation import Claim, Derivation, Step
 
-__all__ = ["LAYER_MAP", "T_GAUSS", "VARIANCE_AT_T_STAR", "derivation"]
+__all__ = ["LAYER_MAP", "T_GAUSS", "VARIANCE_AT_T_STAR", "derivation", "stage2_bandwidth_family"]
 
 x, y, m = sp.symbols("x y m", real=True)
 s, h2, sigma2, tau2, eta = sp.symbols("s h2 sigma2 tau2 eta", positive=True)
@@ -141,3 +142,30 @@ def derivation() -> Derivation:
         results + [sp.Eq(sp.Symbol("ds/dt"), rate, evaluate=False), sp.Eq(LAYER_MAP, variance_map, evaluate=False)],
         claims,
     )
+
+
+@cache
+def _stage2_family():
+    """The Stage-2 bandwidth that makes attention over ``N(m, s)`` tokens the Bayes rule, as a sympy expression."""
+    q, bandwidth = sp.symbols("q bandwidth", positive=True)
+    log_posterior = -(x - m) ** 2 / (2 * s) - (q - x) ** 2 / (2 * bandwidth)
+    (posterior_mean,) = sp.solve(sp.diff(log_posterior, x), x)
+    slope = sp.diff(posterior_mean, q)
+    (family,) = sp.solve(sp.Eq(slope, tau2 / (tau2 + sigma2)), bandwidth)
+    return family
+
+
+def stage2_bandwidth_family(s_value, sigma2_value, tau2_value):
+    r"""Stage-2 bandwidth :math:`h` for which one attention step over tokens :math:`\sim N(m, s)` is Bayes.
+
+    With infinitely many keys distributed as :math:`N(m, s)`, the attention step of bandwidth
+    :math:`h` is the posterior mean under the prior :math:`N(m, s)` and the likelihood
+    :math:`N(q; x, h)` (Gaussian posterior: its mean solves :math:`\partial_x \log` posterior
+    :math:`= 0`), :math:`m + \frac{s}{s + h}(q - m)`; it equals the Bayes rule
+    :math:`m + \frac{\tau^2}{\tau^2 + \sigma^2}(q - m)` of the prior :math:`N(m, \tau^2)` at noise
+    :math:`\sigma^2` on the family :math:`h = s\,\sigma^2/\tau^2` (both solved by sympy). The
+    construction is its point :math:`s = \tau^2`, :math:`h = \sigma^2`; a Stage 1 that leaves the
+    tokens at any other variance :math:`s` is equally good with the bandwidth :math:`h(s)`.
+    """
+    arguments = {s: (s_value, "s"), sigma2: (sigma2_value, "sigma2"), tau2: (tau2_value, "tau2")}
+    return evaluate(_stage2_family(), arguments, positive=arguments)
