@@ -117,6 +117,15 @@ class CheckPower:
         return [name for name, (_, r) in self.power.items() if r.rate < GOAL_POWER or r.errors]
 
     @property
+    def answered_no(self) -> bool:
+        """A question's check failing on the measured data: that failure is the answer, not a false alarm.
+
+        Its size (1) and power are then not informative; that it can pass where the hypothesis holds is
+        shown on synthetic data in the tests.
+        """
+        return CLAIMS[self.claim_id].question and self.size.rate == 1.0 and not self.size.errors
+
+    @property
     def meets_goal(self) -> bool:
         """Point estimates: power >= GOAL_POWER against every alternative (none raising), size <= GOAL_SIZE."""
         return (bool(self.power) and not self.weak_against and self.size.rate <= GOAL_SIZE and not self.size.errors
@@ -136,6 +145,7 @@ class CheckPower:
             "power": {name: {"kind": alt.kind, "description": alt.description, **r.to_dict()}
                       for name, (alt, r) in self.power.items()},
             "meets_goal": self.meets_goal, "meets_goal_at_95": self.meets_goal_at_95, "weak_against": self.weak_against,
+            "answered_no": self.answered_no,
             "build_error": self.build_error,
         }
 

@@ -60,7 +60,8 @@ def power_line(result: CheckPower) -> str:
         return f"{name} {rate.rate:.2f}" + (f" ({len(rate.errors)} runs raised: not measured)" if rate.errors else "")
 
     powers = ", ".join(one(name, rate) for name, (_, rate) in result.power.items()) or "no alternative"
-    return (f"{result.claim_id:<4} {_verdict(result.meets_goal, result.meets_goal_at_95):<13} {result.check.name[:60]}: "
+    verdict = "ANSWERED NO" if result.answered_no else _verdict(result.meets_goal, result.meets_goal_at_95)
+    return (f"{result.claim_id:<4} {verdict:<13} {result.check.name[:60]}: "
             f"size {result.size.rate:.2f} ({result.replicates} replicates, {result.size.effective} independent); "
             f"power: {powers}")
 
@@ -148,10 +149,15 @@ def _power_markdown(power: dict) -> list[str]:
         if not c["power"]:
             lines.append(first + " (none registered) | |")
         for i, (name, p) in enumerate(c["power"].items()):
-            mark = "" if p["rate"] >= GOAL_POWER and not p["errors"] else " **(below goal)**"
+            mark = "" if (p["rate"] >= GOAL_POWER and not p["errors"]) or c["answered_no"] else " **(below goal)**"
             lead = first if i == 0 else "| | | | |"
             lines.append(f"{lead} {name} ({p['kind']}) | {_rate(p)}{mark} |")
-    weak = [c for c in power["checks"] if not c["meets_goal"]]
+    answered_no = [c for c in power["checks"] if c["answered_no"]]
+    if answered_no:
+        lines += ["", "Checks of questions answered *no* fail on the measured data, so their size (1) is the answer and "
+                  "their power is not informative: " + "; ".join(f"{c['claim']} · {c['check']}" for c in answered_no)
+                  + "."]
+    weak = [c for c in power["checks"] if not c["meets_goal"] and not c["answered_no"]]
     if weak:
         lines += ["", "What these checks cannot tell apart (power below the goal or not measured, or size above it):", ""]
         for c in weak:

@@ -56,7 +56,8 @@ def plot_trained(runs: list[dict], folder: Path, *, construction_ratio: float,
     colour = {s: colours[i % len(colours)] for i, s in enumerate(sigma2s)}
     markers = {1: "o", 2: "s", 3: "^"}
 
-    fig, axes = plt.subplots(1, len(priors), figsize=(5.5 * len(priors), 4), squeeze=False)
+    fig, axes = plt.subplots(1, len(priors), figsize=(5.5 * len(priors), 4), squeeze=False,
+                             layout="constrained")
     for ax, (prior, chosen) in zip(axes[0], priors.items()):
         layers = len(chosen[0]["stage1_h2"])
         for run in chosen:
@@ -76,7 +77,8 @@ def plot_trained(runs: list[dict], folder: Path, *, construction_ratio: float,
         ax.legend(fontsize=7)
     first = save(fig, folder, NAMES[0])
 
-    fig, axes = plt.subplots(1, len(priors), figsize=(5.5 * len(priors), 4), squeeze=False)
+    fig, axes = plt.subplots(1, len(priors), figsize=(5.5 * len(priors), 4), squeeze=False,
+                             layout="constrained")
     grid = np.linspace(0, max(sigma2s) * 1.05, 50)
     for ax, (prior, chosen) in zip(axes[0], priors.items()):
         for run in chosen:
@@ -84,8 +86,9 @@ def plot_trained(runs: list[dict], folder: Path, *, construction_ratio: float,
                     color=colour[run["sigma2"]], alpha=0.7, ms=4)
         ax.plot(grid, [budget(s) if s > 0 else 0.0 for s in grid], "k--", label="depth-noise relation 2 h2 T* = sigma2")
         ax.axhline(0, color="0.7", lw=0.8)
+        ax.set_yscale("symlog", linthresh=1.0)
         ax.set_xlabel("sigma2")
-        ax.set_ylabel("depth budget 2 sum_l eta_l h2_l")
+        ax.set_ylabel("depth budget 2 sum_l eta_l h2_l (symlog)")
         ax.set_title(f"{prior} prior (circles d = 1, squares d = 2)")
         ax.legend(fontsize=7)
     save(fig, folder, NAMES[1])
@@ -93,7 +96,8 @@ def plot_trained(runs: list[dict], folder: Path, *, construction_ratio: float,
     cases = [run for run in runs if run["seed"] == 0]
     columns = len(sigma2s)
     rows = max(1, int(np.ceil(len(cases) / columns)))
-    fig, axes = plt.subplots(rows, columns, figsize=(3.2 * columns, 2.6 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, columns, figsize=(3.2 * columns, 2.6 * rows), squeeze=False,
+                             layout="constrained")
     for ax, run in zip(axes.ravel(), cases):
         curve = np.asarray(run["curve"])
         window = len(run["curve"]) and run["steps"] // len(run["curve"])

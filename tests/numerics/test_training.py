@@ -189,6 +189,7 @@ def test_resume_after_interruption_equals_uninterrupted_run(kind, tmp_path, monk
         ({"seed": -1}, ValueError, "seed"),
         ({"lr": 0.0}, ValueError, "lr"),
         ({"checkpoint_every": 0}, ValueError, "checkpoint_every"),
+        ({"schedule": "linear"}, ValueError, "schedule"),
         ({"init": "construction", "h2": -0.1}, ValueError, "h2"),
         ({"prior": "two clusters"}, TypeError, "prior"),
     ],
@@ -228,3 +229,48 @@ def test_divergence_is_an_error_not_a_silent_nan(monkeypatch):
     monkeypatch.setattr(training, "_loss_and_gradient", diverging)
     with pytest.raises(FloatingPointError, match="diverged at step 2"):
         fit_transformer(TWO_CLUSTERS, 0.5, n_tokens=4, n_layers=1, steps=3, batch=2, seed=0)
+
+
+def test_cosine_schedule_decays_the_rate_and_resumes_only_its_own_length(tmp_path, monkeypatch):
+    rates = []
+    real = training._adam_step
+    monkeypatch.setattr(training, "_adam_step", lambda p, g, m, v, step, lr: (rates.append(lr), real(p, g, m, v, step, lr)))
+    fit_transformer(TWO_CLUSTERS, 0.5, steps=10, schedule="cosine", **EASY)
+    np.testing.assert_allclose(rates, 0.02 * 0.5 * (1 + np.cos(np.pi * np.arange(10) / 10)), rtol=1e-15)
+    store = tmp_path / "checkpoints.sqlite"
+    short = fit_transformer(TWO_CLUSTERS, 0.5, steps=10, schedule="cosine", store=store, **EASY)
+    rates.clear()
+    again = fit_transformer(TWO_CLUSTERS, 0.5, steps=10, schedule="cosine", store=store, **EASY)
+    assert rates == [] and np.array_equal(again.losses_, short.losses_)
+    fit_transformer(TWO_CLUSTERS, 0.5, steps=20, schedule="cosine", store=store, **EASY)
+    assert len(rates) == 20  # a longer cosine schedule has other rates: it does not resume the shorter run
+
+
+@pytest.mark.parametrize("kind", PARAMETRIZATIONS)
+def test_stage_one_is_the_construction_s_stage_one(kind):
+    rng = np.random.default_rng(4)
+    noisy = rng.normal(size=(3, 7, 2))
+    network = TrainedTransformer(init_params(2, 3, 0.5, parametrization=kind, init="construction"))
+    reference = TwoStageTransformer(h2=0.125, sigma2=0.5, n_layers=3, eta=min(2.0 / 3, 1.0))
+    np.testing.assert_allclose(network.stage_one(noisy), np.stack([reference.stage_one(c) for c in noisy]),
+                               rtol=0, atol=1e-14)
+    np.testing.assert_array_equal(network.stage_one(noisy[0]), network.stage_one(noisy)[0])
+
+
+def test_random_init_puts_stage_two_a_factor_2_to_4_from_sigma2():
+    factors = [init_params(1, 2, 0.7, rng=seed)["log_beta_s"] + np.log(0.7) for seed in range(200)]
+    factors = np.abs(factors)
+    assert factors.min() >= np.log(2) and factors.max() <= np.log(4)
+    signs = np.sign([init_params(1, 2, 0.7, rng=seed)["log_beta_s"] + np.log(0.7) for seed in range(200)])
+    assert 60 < np.sum(signs > 0) < 140
+
+
+def test_training_contexts_carry_noise_of_variance_sigma2(monkeypatch):
+    seen = []
+    real = training._loss_and_gradient
+    monkeypatch.setattr(training, "_loss_and_gradient",
+                        lambda params, kind, noisy, clean: (seen.append(noisy - clean), real(params, kind, noisy, clean))[1])
+    fit_transformer(TWO_CLUSTERS, 0.3, n_tokens=40, n_layers=1, steps=3, batch=50, seed=1)
+    noise = np.concatenate(seen).reshape(-1, 2)  # 12000 noise vectors: the variance's relative s.e. is 0.9%
+    np.testing.assert_allclose(noise.var(axis=0), 0.3, rtol=0.04)
+    np.testing.assert_allclose(noise.mean(axis=0), 0.0, atol=0.03)

@@ -106,14 +106,14 @@ def test_seeds_of_replicates():
 
 
 def _register_toy_checks(module):
-    claim("T1", "toy", "a toy claim")
+    claim("Z1", "toy", "a toy claim")
 
-    @check("T1", "deterministic", criterion="offset() == 0",
+    @check("Z1", "deterministic", criterion="offset() == 0",
            alternatives=[alternative("offset 1", "offset 1", swap("attneb_toy:offset", lambda r: (lambda: 1.0)))])
     def deterministic(ctx):
         return Evidence(module.offset() == 0, "identity", "toy")
 
-    @check("T1", "random", criterion="a uniform draw below threshold", replication="seeds",
+    @check("Z1", "random", criterion="a uniform draw below threshold", replication="seeds",
            alternatives=[alternative("threshold 0", "always rejected", swap("attneb_toy:threshold", lambda r: 0.0)),
                          alternative("raises", "a broken routine", swap("attneb_toy:offset", lambda r: None),
                                      kind="implementation")])
@@ -122,7 +122,7 @@ def _register_toy_checks(module):
         module.offset()
         return Evidence(bool(np.random.default_rng(seed).uniform() < module.threshold), "interval", "toy")
 
-    @check("T1", "never fails", criterion="always passes", replication="seeds",
+    @check("Z1", "never fails", criterion="always passes", replication="seeds",
            alternatives=[alternative("anything", "anything", swap("attneb_toy:threshold", lambda r: 0.0))])
     def never(ctx):
         return Evidence(True, "identity", "toy")
@@ -130,7 +130,7 @@ def _register_toy_checks(module):
 
 def test_power_counts_failures_under_the_truth_and_each_alternative(toy_registry, tmp_path):
     _register_toy_checks(toy_registry)
-    results = {r.check.name: r for r in power.analyse(["T1"], quick=True, out=tmp_path, progress=False,
+    results = {r.check.name: r for r in power.analyse(["Z1"], quick=True, out=tmp_path, progress=False,
                                                       replicates={"seeds": 40})}
     det = results["deterministic"]
     assert (det.replicates, det.size.count, det.power["offset 1"][1].rate) == (1, 0, 1.0)
@@ -152,7 +152,7 @@ def test_verify_power_writes_the_table_and_loads_a_module(toy_registry, tmp_path
     plugin.write_text("import sys\nfrom tests.proofs_check.test_power import _register_toy_checks\n"
                       "_register_toy_checks(sys.modules['attneb_toy'])\n")
     out = tmp_path / "report"
-    code = cli.main(["verify", "--quick", "--workers", "1", "--out", str(out), "--load", str(plugin), "--only", "T1",
+    code = cli.main(["verify", "--quick", "--workers", "1", "--out", str(out), "--load", str(plugin), "--only", "Z1",
                      "--power", "--replicates", "6"])
     assert code == 1  # the random check fails about half of the time, replicate 0 included or not
     printed = capsys.readouterr().out
@@ -163,7 +163,7 @@ def test_verify_power_writes_the_table_and_loads_a_module(toy_registry, tmp_path
     assert checks["random"]["replicates"] == 6
     markdown = (out / "report.md").read_text()
     assert "## Size and power of every check" in markdown
-    assert "| T1 | deterministic | 1 (1) | 0 | offset 1 (theory) | 1 |" in markdown
+    assert "| Z1 | deterministic | 1 (1) | 0 | offset 1 (theory) | 1 |" in markdown
     assert "never fails: size 0.00; weak against: anything" in markdown
     assert "6 runs raised: not measured" in markdown
     assert "criterion (fixed before the run): offset() == 0" in markdown
@@ -177,14 +177,14 @@ def test_load_explains_a_missing_module(tmp_path, capsys):
 
 
 def test_check_registration_is_validated(toy_registry):
-    claim("T2", "toy", "a toy claim")
-    check("T2", "once")(lambda ctx: None)
+    claim("Z2", "toy", "a toy claim")
+    check("Z2", "once")(lambda ctx: None)
     with pytest.raises(ValueError, match="already has a check named 'once'"):
-        check("T2", "once")(lambda ctx: None)
+        check("Z2", "once")(lambda ctx: None)
     with pytest.raises(ValueError, match="replication == 'often'"):
-        check("T2", "other", replication="often")
-    with pytest.raises(ValueError, match="unknown claim id 'T9'"):
-        check("T9", "x")(lambda ctx: None)
+        check("Z2", "other", replication="often")
+    with pytest.raises(ValueError, match="unknown claim id 'Z9'"):
+        check("Z9", "x")(lambda ctx: None)
 
 
 def test_every_check_states_its_criterion_and_the_wrong_theories_it_must_reject():
@@ -232,11 +232,11 @@ def test_swaps_are_restored_even_when_building_one_fails():
 
 
 def test_alternative_names_must_differ(toy_registry):
-    claim("T3", "toy", "a toy claim")
-    check("T3", "twice", criterion="x", covers=("numerics.kernels:kernel_mean", "numerics.kernels:kernel_mean"))(
+    claim("Z3", "toy", "a toy claim")
+    check("Z3", "twice", criterion="x", covers=("numerics.kernels:kernel_mean", "numerics.kernels:kernel_mean"))(
         lambda ctx: None)
     with pytest.raises(ValueError, match="several wrong theories named"):
-        CLAIMS["T3"].checks[0].wrong_theories()
+        CLAIMS["Z3"].checks[0].wrong_theories()
 
 
 def test_rate_interval_over_independent_replicates():
@@ -248,12 +248,12 @@ def test_rate_interval_over_independent_replicates():
 
 
 def test_a_failing_builder_of_wrong_theories_is_reported(toy_registry, tmp_path):
-    claim("T4", "toy", "a toy claim")
+    claim("Z4", "toy", "a toy claim")
 
     def broken():
         """wrong theories that cannot be built"""
         raise ImportError("no such module")
 
-    check("T4", "lazy", criterion="x", alternatives=broken)(lambda ctx: Evidence(True, "identity", "toy"))
-    [result] = power.analyse(["T4"], quick=True, out=tmp_path, progress=False)
+    check("Z4", "lazy", criterion="x", alternatives=broken)(lambda ctx: Evidence(True, "identity", "toy"))
+    [result] = power.analyse(["Z4"], quick=True, out=tmp_path, progress=False)
     assert not result.meets_goal and "ImportError: no such module" in result.build_error

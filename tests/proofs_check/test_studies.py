@@ -32,7 +32,8 @@ CHECKS = {"E1": ("C8", "E1"), "E2": ("C6", "E2"), "E3": ("S1", "E3"), "E4": ("C9
 
 
 def test_every_study_has_a_check_and_a_figure():
-    assert set(STUDIES) == set(CHECKS)
+    # E6 draws three figures from a question's check (it may answer no): tested in test_training_checks.
+    assert set(STUDIES) == set(CHECKS) | {"E6"}
 
 
 @pytest.mark.parametrize("study", list(CHECKS))
@@ -135,7 +136,8 @@ BREAKAGES = {
 
 
 def test_every_study_has_a_breakage():
-    assert set(BREAKAGES) == set(STUDIES)
+    # E6's questions do not fail verify when answered no: its breakage is in test_training_checks.
+    assert set(BREAKAGES) | {"E6"} == set(STUDIES)
 
 
 @pytest.mark.parametrize("study", list(BREAKAGES))

@@ -2,17 +2,18 @@
 
 import json
 
+import numpy as np
 import pytest
 
 import sympy as sp
 
 import theory
-from numerics import estimators, flow, kernels
+from numerics import estimators, flow, kernels, training
 from proofs_check import cli, symbolic_checks
 from proofs_check.registry import CLAIMS, Context
 from theory import depth_noise, stability
 
-NUMERIC_CLAIMS = ["C1", "C2", "C3", "C7", "C9", "G1", "G2", "S1"]
+NUMERIC_CLAIMS = ["C1", "C2", "C3", "C7", "C9", "G1", "G2", "S1", "T0"]
 
 
 def verify(tmp_path, *ids):
@@ -76,6 +77,23 @@ def _growth_rate_without_kernel_damping(monkeypatch):
     monkeypatch.setattr(stability, "growth_rate", lambda k, h2: h2 * k**2)
 
 
+def _training_backward_drops_the_key_norm_bias(monkeypatch):
+    real = training._attend_backward
+
+    def wrong(d_out, out, queries, keys, A, W, cache, *, want_queries):
+        d_q, d_keys, dA, dW = real(d_out, out, queries, keys, A, W, cache, want_queries=want_queries)
+        P, Y, _ = cache
+        dS = P * (d_out @ cache[2].swapaxes(1, 2) - np.einsum("bik,bik->bi", d_out, out)[:, :, None])
+        return d_q, d_keys + 0.5 * dS.sum(axis=1)[:, :, None] * Y, dA, dW
+
+    monkeypatch.setattr(training, "_attend_backward", wrong)
+
+
+def _training_stage_two_without_value_scale(monkeypatch):
+    real = training._matrices
+    monkeypatch.setattr(training, "_matrices", lambda params, kind, dim: (*real(params, kind, dim)[:3], np.eye(dim)))
+
+
 BREAKAGES = {
     "G1": [_gaussian_horizon_is_leading_order],
     "G2": [_layer_map_off_by_a_factor],
@@ -85,6 +103,7 @@ BREAKAGES = {
     "C3": [_euler_with_frozen_keys],
     "C7": [_stage_two_wrong_bandwidth],
     "C9": [_no_stage_one],
+    "T0": [_training_backward_drops_the_key_norm_bias, _training_stage_two_without_value_scale],
 }
 
 

@@ -147,3 +147,25 @@ def test_variance_map_iterates_the_layer_map_and_agrees_with_the_layer_count(sig
 def test_variance_map_bad_input(args, match):
     with pytest.raises(ValueError, match=match):
         gaussian_variance_map(*args)
+
+
+@SETTINGS
+@given(positive, positive, positive)
+def test_stage2_family_makes_attention_over_gaussian_tokens_the_bayes_rule(s, sigma2, tau2):
+    # Attention of bandwidth h over keys ~ N(m, s), by quadrature on a grid: its slope in the query
+    # must be the Bayes slope tau2 / (tau2 + sigma2) of the prior N(m, tau2).
+    import numpy as np
+    from scipy.special import logsumexp
+
+    from theory.gaussian import stage2_bandwidth_family
+
+    h, m = stage2_bandwidth_family(s, sigma2, tau2), 0.3
+    keys = m + math.sqrt(s) * np.linspace(-12, 12, 20001)
+    log_weights = -((keys - m) ** 2) / (2 * s)
+
+    def attention(q):
+        logits = log_weights - (q - keys) ** 2 / (2 * h)
+        return float(np.sum(np.exp(logits - logsumexp(logits)) * keys))
+
+    slope = (attention(m + 0.5) - attention(m - 0.5)) / 1.0
+    assert slope == pytest.approx(tau2 / (tau2 + sigma2), rel=1e-9)
