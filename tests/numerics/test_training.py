@@ -48,21 +48,21 @@ def finite_difference_gradient(params, noisy, clean, step=1e-6):
     return grad
 
 
-# Largest relative error measured (sup norm of the difference over sup norm of the gradient),
-# over 2000 examples of this strategy: 5.8e-8, on an example whose gradient had sup norm 3.6e-3
-# (the rounding error of central differences with step 1e-6, ~1e-10 absolute, dominates);
-# typical examples agree to ~1e-10.
+# Central differences with step 1e-6 carry a rounding error of about eps |loss| / step ~ 1e-10 |loss|,
+# which dominates where the gradient is small: so the bound is 1e-6 x (sup norm of the gradient)
+# + 1e-8 x max(loss, 1). Measured over 2000 examples of this strategy (2026-11-26):
+# largest error / bound 9.3e-3, largest relative error 1.9e-8 (another 2000: 3.9e-7).
 @settings(max_examples=25, deadline=None)
 @given(gradient_problems())
 def test_gradient_matches_central_differences(problem):
     params, noisy, clean = problem
-    _, grad = loss_and_gradient(params, noisy, clean)
+    loss, grad = loss_and_gradient(params, noisy, clean)
     fd = finite_difference_gradient(params, noisy, clean)
     assert set(grad) == set(params)
     assert all(grad[k].shape == params[k].shape for k in params)
-    scale = max(max(np.abs(g).max(initial=0.0) for g in grad.values()), 1e-8)
-    worst = max(np.abs(grad[k] - fd[k]).max(initial=0.0) for k in grad) / scale
-    assert worst < 1e-6
+    scale = max(np.abs(g).max(initial=0.0) for g in grad.values())
+    worst = max(np.abs(grad[k] - fd[k]).max(initial=0.0) for k in grad)
+    assert worst <= 1e-6 * scale + 1e-8 * max(loss, 1.0)
 
 
 def test_gradient_matches_sympy():
