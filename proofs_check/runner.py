@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import baseline_checks  # noqa: F401  (registers B1: the baselines against their definitions)
+from . import blurring_checks as _blurring_checks  # noqa: F401  (registers G2 at eta = 1)
 from . import claims as _claims  # noqa: F401  (registers C1-C10)
 from . import convergence_checks as _convergence_checks  # noqa: F401  (registers E1, E2, E4, E5)
 from . import evaluator_checks as _evaluator_checks  # noqa: F401  (registers the evaluators' checks)

@@ -18,7 +18,9 @@ flow keeps the density Gaussian with fixed mean and variance
 order by order in ``h2``), and the exact solution there tends to :math:`\\tau^2` as
 :math:`h_2 \\to 0` (``mpmath.limit``: sympy's ``limit`` cannot do it). One residual
 layer of step ``eta`` maps the variance exactly by
-:math:`s \\mapsto (1 - \\eta h_2/(s + h_2))^2 s`, an Euler step of the ODE.
+:math:`s \\mapsto (1 - \\eta h_2/(s + h_2))^2 s`, an Euler step of the ODE; at :math:`\\eta = 1`
+(Gaussian blurring mean shift) the standard deviation maps cubically,
+:math:`\\varsigma \\mapsto \\varsigma^3/(\\varsigma^2 + h_2)`.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ __all__ = ["LAYER_MAP", "T_GAUSS", "VARIANCE_AT_T_STAR", "derivation", "stage2_b
 
 x, y, m = sp.symbols("x y m", real=True)
 s, h2, sigma2, tau2, eta = sp.symbols("s h2 sigma2 tau2 eta", positive=True)
+SD = sp.Symbol("sd", positive=True)
 t = sp.Symbol("t", nonnegative=True)
 a1, a2 = sp.symbols("a1 a2")
 S = sp.Function("s")
@@ -124,6 +127,10 @@ def _layer_steps(rate):
              "one residual layer x + eta v(x) scales the deviation from m by a factor free of x"),
         Step(sp.Eq(sp.Limit((variance_map - s) / eta, eta, 0), -2 * h2 * s / (s + h2), evaluate=False),
              "s -> factor^2 s is an Euler step of ds/dt = -2 h2 s / (s + h2): eta * (layers) -> T_G as eta -> 0"),
+        Step(sp.Eq(sp.sqrt(variance_map.subs({eta: 1, s: SD**2})), SD**3 / (SD**2 + h2), evaluate=False),
+             "at eta = 1 (Gaussian blurring mean shift) the standard deviation sd = sqrt(s) maps cubically, "
+             "sd -> sd^3/(sd^2 + h2): times sd^2/(sd^2 + h2), about 1 - h2/sd^2 while sd^2 >> h2 and sd^2/h2 "
+             "once sd^2 << h2"),
     ]
     return steps, variance_map
 

@@ -1,0 +1,30 @@
+"""G2 at eta = 1 (Gaussian blurring mean shift): the check passes, and rejects each wrong theory."""
+
+import pytest
+
+from proofs_check import blurring_checks
+from proofs_check.registry import CLAIMS, Context
+
+
+@pytest.fixture(scope="module")
+def measured():
+    ctx = Context(quick=True, out=None)
+    return ctx, [c for c in CLAIMS["G2"].checks if c.func is blurring_checks.blurring_mean_shift][0]
+
+
+def test_particles_follow_the_cubic_map_and_every_wrong_theory_is_rejected(measured, tmp_path, monkeypatch):
+    monkeypatch.setattr(blurring_checks, "blurring_design",
+                        lambda quick: {"n": 65536, "seeds": 4, "risk_n": 2048, "risk_seeds": 2})
+    ctx, chk = measured
+    evidence = chk.func(ctx)
+    assert evidence.passed, evidence.summary
+    assert [c["counts"] for c in evidence.data["cases"]] == [[5], [2], [4]]
+    assert "Reported, not decided on" in evidence.summary
+    for wrong in chk.wrong_theories():
+        with wrong.applied():
+            assert not chk.func(ctx).passed, wrong.name
+
+
+def test_the_ratio_is_the_cubic_map_of_the_standard_deviation():
+    for sd, h2 in ((1.7, 0.25), (0.05, 0.5), (3.0, 1e-3)):
+        assert blurring_checks.blurring_ratio(sd**2, h2) == pytest.approx((sd**3 / (sd**2 + h2)) ** 2 / sd**2, rel=1e-13)
