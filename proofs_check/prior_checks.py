@@ -3,11 +3,13 @@
 C10 says ``E[x | xt] = xt + sigma2 grad log p(xt)`` for every reference prior. The reference priors
 (:data:`REFERENCE_PRIORS`) are built here from :mod:`numerics.priors`: the six priors of the
 estimator table (E4) and the 3-D sphere, all symmetric, centred, with equal weights, radius 1 and
-``N(0, 1)`` (:data:`ESTIMATOR_TABLE_PRIORS`), and nine that are not (:data:`ASYMMETRIC_PRIORS`:
+``N(0, 1)`` (:data:`ESTIMATOR_TABLE_PRIORS`), nine that are not (:data:`ASYMMETRIC_PRIORS`:
 unequal weights, atoms and means off-centre and of unequal norms, radius 1.7, ``N(0.7, 2.3)`` and a
 2-D Gaussian with a non-zero mean, an off-centre box, a Laplace scale other than ``1/sqrt 2``), on
 which a posterior mean that ignores the weights, uses ``r`` for ``r^2`` or a standard deviation for
-a variance, drops the prior mean or centres the box wrongly is no longer right by coincidence. At
+a variance, drops the prior mean or centres the box wrongly is no longer right by coincidence, and
+two heavy-tailed Student-t priors (:data:`HEAVY_TAILED_PRIORS`: df 3 in 1-D, df 5 and scale 0.7 in
+2-D), whose noisy densities have power-law tails and whose posteriors are computed by quadrature. At
 seeded points spread over the noisy density (plus far points) and two noise levels,
 ``sigma2 = 0.5`` and ``2`` (at ``sigma2 = 1``, ``sigma`` and ``sigma2`` agree and a
 ``sigma``-for-``sigma2`` slip is invisible), four checks measure:
@@ -22,7 +24,8 @@ seeded points spread over the noisy density (plus far points) and two noise leve
   are spread over the noisy density and the worst point decides.
 * **Normalisation**: ``int exp(noisy_logpdf) dxt = 1``, which neither Tweedie check sees (a
   constant in ``log p`` has no gradient): 1-D by ``scipy.integrate.quad``, 2-D by a tensor product
-  of composite Gauss-Legendre rules, the 3-D sphere by its radial integral.
+  of composite Gauss-Legendre rules, the 3-D sphere by its radial integral, the Student-t priors
+  (power-law tails) along the axes through a point (:func:`_axis_normalisation`).
 * **Bayes risk**: ``prior.mmse(sigma2)`` against an independent Monte Carlo estimate of
   ``E||x - E[x | xt]||^2 / d`` from draws of ``(x, xt)``, sized so that a 1% error in ``mmse`` is
   rejected with power >= 0.95 at each noise level. Where ``mmse`` is itself Monte Carlo through the
@@ -40,6 +43,8 @@ per replicate in ``ctx.cache``, so a theory alternative decides again on the sam
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from scipy import integrate, special
 
@@ -52,10 +57,12 @@ from .registry import Context, Evidence, alternative, check, swap
 __all__ = [
     "ASYMMETRIC_PRIORS",
     "ESTIMATOR_TABLE_PRIORS",
+    "HEAVY_TAILED_PRIORS",
     "REFERENCE_PRIORS",
     "SIGMA2S",
     "reference_risk",
     "risk_dimension",
+    "student_t_posterior_width",
     "tweedie_scale",
 ]
 
@@ -91,9 +98,17 @@ ASYMMETRIC_PRIORS: dict[str, tuple[str, priors.Prior]] = {
     "box-shifted": ("uniform box [-0.5, 2] x [1, 3]", priors.UniformBox([-0.5, 1.0], [2.0, 3.0])),
     "laplace-1.3": ("Laplace, scale 1.3", priors.Laplace(1.3, 1)),
 }
-#: Every reference prior (the estimator-table ones first: their seeds are those of the first C10 checks).
-REFERENCE_PRIORS: dict[str, tuple[str, priors.Prior]] = {**ESTIMATOR_TABLE_PRIORS, **ASYMMETRIC_PRIORS}
-PRIOR_COVERS = ("Gaussian", "GaussianMixture", "Discrete", "UniformSphere", "UniformBox", "Laplace")
+#: Heavy-tailed priors: Student-t coordinates (power-law tails, posterior means by quadrature; df 3 has
+#: no fourth moment), 1-D and 2-D, scale 1 and 0.7.
+HEAVY_TAILED_PRIORS: dict[str, tuple[str, priors.Prior]] = {
+    "student-t-3": ("Student-t, df 3, scale 1", priors.StudentT(3.0, 1.0, 1)),
+    "student-t-5-2d": ("Student-t coordinates, df 5, scale 0.7, in R^2", priors.StudentT(5.0, 0.7, 2)),
+}
+#: Every reference prior (the estimator-table ones first: their seeds are those of the first C10 checks;
+#: the heavy-tailed ones last, so that the others keep their seeds).
+REFERENCE_PRIORS: dict[str, tuple[str, priors.Prior]] = {**ESTIMATOR_TABLE_PRIORS, **ASYMMETRIC_PRIORS,
+                                                         **HEAVY_TAILED_PRIORS}
+PRIOR_COVERS = ("Gaussian", "GaussianMixture", "Discrete", "UniformSphere", "UniformBox", "Laplace", "StudentT")
 #: The priors of the superseded first checks.
 FIRST_PRIORS = tuple(ESTIMATOR_TABLE_PRIORS)
 
@@ -151,6 +166,11 @@ NORM_LAPLACE_REACH = 80.0
 NORM_NODES, NORM_PANEL = (16, 8), 2.0
 #: quad's tolerances in 1-D (and along the radius of the 3-D sphere).
 NORM_QUAD_EPSABS, NORM_QUAD_EPSREL = 1e-14, 1e-12
+#: Student-t (:func:`_axis_normalisation`): the base point x0 (this times the scale in every
+#: coordinate); the trapezoidal rule's first step in v, its halvings at most, the agreement that stops
+#: them and the tail mass left out; the seeded points at which the product structure is measured.
+NORM_T_BASE, NORM_T_STEP, NORM_T_HALVINGS, NORM_T_RTOL, NORM_T_TAIL = 0.3, 0.2, 6, 1e-14, 1e-16
+NORM_T_POINTS, NORM_T_SEED = 20, 20260527
 
 
 def tweedie_scale(sigma2: float) -> float:
@@ -187,7 +207,10 @@ def posterior_width(prior: priors.Prior, sigma2: float) -> float:
     support's extent (atoms, sphere, box). A mixture's posterior is that over the component means
     plus an independent Gaussian: ``W`` = the means' extent; a Gaussian's ``kappa_5`` is 0. The
     Laplace posterior is strongly log-concave (curvature ``>= 1 / sigma2``), sub-Gaussian with
-    variance proxy ``sigma2``: ``|kappa_5| <= 113 sd^5 <= 11 (2 sd)^5``.
+    variance proxy ``sigma2``: ``|kappa_5| <= 113 sd^5 <= 11 (2 sd)^5``. A Student-t posterior
+    (bimodal for some ``xt`` once ``(df + 1) sigma2 > 8 df s^2``) has no such closed-form bound:
+    :func:`student_t_posterior_width` measures ``max_t |kappa_5|`` from an independent
+    representation and adds a margin.
     """
     if isinstance(prior, priors.Discrete):
         return float(np.max(np.ptp(prior.atoms, axis=0)))
@@ -201,7 +224,75 @@ def posterior_width(prior: priors.Prior, sigma2: float) -> float:
         return 2 * float(np.sqrt(sigma2))
     if isinstance(prior, priors.Gaussian):
         return 0.0
+    if isinstance(prior, priors.StudentT):
+        return student_t_posterior_width(prior.df, prior.scale, sigma2)
     raise TypeError(f"no posterior width for {type(prior).__name__}")
+
+
+#: Margin on the measured width of a Student-t posterior (a factor 1.5^5 ~ 7.6 on ``|kappa_5|``):
+#: covers the grid of ``t`` missing the peak of ``|kappa_5(t)|`` (smooth, sampled at <= 1/50 of its scale).
+T_WIDTH_MARGIN = 1.5
+#: The largest df whose width is measured (the mixture over lam narrows as 1 / sqrt(df)).
+T_WIDTH_MAX_DF = 1000.0
+#: Rounds of refinement around the largest values of ``|kappa_5(t)|`` (each a grid 20 times finer).
+T_WIDTH_REFINE = 3
+
+
+@functools.lru_cache(maxsize=256)
+def student_t_posterior_width(df: float, scale: float, sigma2: float) -> float:
+    """``W`` with ``|kappa_5(x_i | xt)| <= 11 W^5`` for a Student-t coordinate: measured, times a margin.
+
+    Not from :mod:`numerics.priors`: the t prior is a scale mixture of Gaussians, ``x | lam ~
+    N(0, s^2 / lam)`` with ``lam ~ Gamma(df / 2, rate df / 2)``, so ``x | t`` is a mixture over
+    ``lam`` (weights ``g(lam) N(t; 0, V)``, ``V = s^2 / lam + sigma2``) of ``N(t - t sigma2 / V,
+    sigma2 s^2 / (lam V))``, whose moments are closed forms. The mixture is summed by the
+    trapezoidal rule in ``log lam``; ``kappa_5 = mu_5 - 10 mu_3 mu_2`` is evaluated on a grid of
+    ``t`` (300 points out to ``15 (sigma + a)``, ``a = s sqrt(df)``, then 100 geometrically to
+    ``1e4 (sigma + a)``; ``kappa_5(t) -> 0`` beyond, where the posterior tends to ``N(t, sigma2)``),
+    refined ``T_WIDTH_REFINE`` times around its three largest values, and ``W = T_WIDTH_MARGIN
+    (max |kappa_5| / 11)^(1/5)``.
+    """
+    nu, s, sd = float(df), float(scale), float(np.sqrt(sigma2))
+    if nu > T_WIDTH_MAX_DF:
+        raise ValueError(f"df == {nu}: the Student-t posterior width is measured for df <= {T_WIDTH_MAX_DF:g} only "
+                         "(the mixture over lam narrows as 1 / sqrt(df))")
+    a = s * np.sqrt(nu)
+    reach = sd + a
+    t = np.concatenate([np.linspace(0.0, 15 * reach, 300), np.geomspace(15 * reach, 1e4 * reach, 100)])
+    # trapezoidal rule in log lam: the weights are smooth on a scale >= min(1, sqrt(2 / df)) there
+    step = min(0.05, 0.25 * np.sqrt(2 / nu))
+    log_lam = np.arange(min(-2 * np.log(1e4 * reach / s) - 20, -80 / nu - 10), np.log(2 + 100 / nu) + 2, step)
+    lam = np.exp(log_lam)
+    var_total = s * s / lam + sigma2  # V
+    m_unit, v = -sigma2 / var_total, sigma2 * (s * s / lam) / var_total  # y = x - t | lam ~ N(t m_unit, v)
+
+    def kappa5(t):
+        out = np.empty(t.size)
+        for part in np.array_split(np.arange(t.size), max(1, t.size // 50)):
+            tt = t[part, None]
+            log_w = 0.5 * nu * (log_lam - lam) - 0.5 * np.log(var_total) - tt**2 / (2 * var_total)
+            w = np.exp(log_w - log_w.max(axis=1, keepdims=True))
+            w /= w.sum(axis=1, keepdims=True)
+            m = tt * m_unit
+            m2 = m * m
+            m1, r2, r3, r4, r5 = (
+                np.sum(w * m, axis=1), np.sum(w * (m2 + v), axis=1), np.sum(w * m * (m2 + 3 * v), axis=1),
+                np.sum(w * (m2 * m2 + 6 * m2 * v + 3 * v * v), axis=1),
+                np.sum(w * m * (m2 * m2 + 10 * m2 * v + 15 * v * v), axis=1))
+            mu2 = r2 - m1**2
+            mu3 = r3 - 3 * m1 * r2 + 2 * m1**3
+            mu5 = r5 - 5 * m1 * r4 + 10 * m1**2 * r3 - 10 * m1**3 * r2 + 4 * m1**5
+            out[part] = np.abs(mu5 - 10 * mu3 * mu2)
+        return out
+
+    values = kappa5(t)
+    worst = float(values.max())
+    for _ in range(T_WIDTH_REFINE):  # a finer grid between the neighbours of the largest local maxima
+        peaks = np.argsort(values)[::-1][:3]
+        t = np.unique(np.concatenate([np.linspace(t[max(k - 1, 0)], t[min(k + 1, t.size - 1)], 41) for k in peaks]))
+        values = kappa5(t)
+        worst = max(worst, float(values.max()))
+    return T_WIDTH_MARGIN * (worst / 11) ** 0.2
 
 
 def _points(prior: priors.Prior, sigma2: float, seed: int, quick: bool) -> np.ndarray:
@@ -384,6 +475,10 @@ _FD_CRITERION = (
     f"noisy_logpdf with step h = {FD_STEP:g} sqrt(sigma2): the stencil's truncation h^4 |d^5 log p| / 30 with "
     "|d^5 log p| <= 11 W^5 / sigma2^5 (W the posterior's width: support extent, means' extent, 2 sd for Laplace, 0 "
     "for the Gaussian), its rounding, and the closed forms' rounding")
+#: What the current finite-difference check adds to the words above for the Student-t priors.
+_FD_STUDENT_T = (f"; for the Student-t priors W = {T_WIDTH_MARGIN:g} (max_t |kappa_5(x_i | t)| / 11)^(1/5), kappa_5 "
+                 "measured on a grid of t (refined around its peaks) from the scale-mixture form of the t prior, "
+                 "not from numerics.priors")
 
 
 def _fd_check_tolerance(prior, sigma2, m):
@@ -406,7 +501,7 @@ def tweedie_all_priors(ctx: Context) -> Evidence:
 @check(
     "C10", f"Tweedie's formula on {_N_PRIORS} reference priors (asymmetric, unequal weights, off-centre), "
     "finite-difference score",
-    criterion=_FD_CRITERION.format(priors=_prior_list(REFERENCE_PRIORS)),
+    criterion=_FD_CRITERION.format(priors=_prior_list(REFERENCE_PRIORS)) + _FD_STUDENT_T,
     replication="seeds",
     alternatives=_tweedie_alternatives() + _asymmetric_alternatives(),
     covers=tuple(f"numerics.priors:{cls}.{method}" for cls in PRIOR_COVERS
@@ -504,8 +599,78 @@ def _composite_gauss_legendre(lo: float, hi: float, width: float, nodes: int) ->
     return (mid + half * t).ravel(), (half * w).ravel()
 
 
+def _axis_normalisation(prior: priors.Prior, sigma2: float) -> dict:
+    """Independent coordinates with power-law tails (Student-t): integrals along the axes through ``x0``.
+
+    For a product density ``p(x) = prod_i p_i(x_i)``, ``int p = p(x0) prod_i J_i`` with ``J_i =
+    int p(x0 + (t - x0_i) e_i) / p(x0) dt``. Each ``J_i`` is the trapezoidal rule in ``v`` with
+    ``t = c sinh(v)``, ``c = a + sd`` (``a = s sqrt(df)``; the tails ``p ~ |t|^-(df + 1)`` decay as
+    ``exp(-df |v|)``), over ``|v| <= V`` with ``P(|xt_i| > c sinh V) <= 2 P(|x_i| > c sinh(V) / 2) +
+    2 Phi(-c sinh(V) / (2 sd)) <= NORM_T_TAIL``, the step halved from ``NORM_T_STEP`` until two rules
+    agree to ``NORM_T_RTOL`` (one vectorised call of ``noisy_logpdf`` per rule). Its error is that
+    difference (the rule converges geometrically for this analytic integrand), the tail bound over
+    ``p_i(x0_i)`` and the rounding of ``log p`` (``LOGPDF_ROUNDING eps (10 + |log p(x0)|)``
+    relative). Only ``noisy_logpdf`` in ``d`` dimensions enters; the product structure it rests on
+    is measured at seeded points ``X``: ``r = log p(X) + (d - 1) log p(x0) - sum_i log p(x0 + (X_i -
+    x0_i) e_i)``, and ``I (exp(max |r|) - 1)`` is added to the error (0 in 1-D).
+    """
+    d, sd = prior.dim, float(np.sqrt(sigma2))
+    s, nu = prior.scale, prior.df
+    c = s * np.sqrt(nu) + sd
+    base = np.full(d, NORM_T_BASE * s)
+    log_base = prior.noisy_logpdf(base[None], sigma2)[0]
+    # the tail: 2 P(|x| > T / 2) + 2 Phi(-T / (2 sd)) <= NORM_T_TAIL at T = c sinh(V)
+    top = 2 * max(s * float(-special.stdtrit(nu, NORM_T_TAIL / 8)), sd * float(-special.ndtri(NORM_T_TAIL / 8)))
+    reach = float(np.arcsinh(top / c))
+    tail = 2 * float(special.stdtr(nu, -top / (2 * s)) + special.ndtr(-top / (2 * sd)))
+
+    def line(i, t):
+        x = np.repeat(base[None], np.size(t), axis=0)
+        x[:, i] = t
+        return x
+
+    def ratio(i, v):
+        return np.exp(prior.noisy_logpdf(line(i, c * np.sinh(v)), sigma2) - log_base) * c * np.cosh(v)
+
+    log_total, relative_error, nodes = log_base, 0.0, 0
+    for i in range(d):
+        n = int(np.ceil(2 * reach / NORM_T_STEP))
+        step = 2 * reach / n
+        grid = -reach + step * np.arange(n + 1)
+        values = ratio(i, grid)
+        ends, total = (values[0] + values[-1]) / 2, values.sum()
+        estimate, change = step * (total - ends), np.inf
+        for _ in range(NORM_T_HALVINGS):
+            total += ratio(i, grid[:-1] + step / 2).sum()
+            grid = np.sort(np.concatenate([grid, grid[:-1] + step / 2]))
+            step /= 2
+            finer = step * (total - ends)
+            change, estimate = abs(finer - estimate), finer
+            if change <= NORM_T_RTOL * finer:
+                break
+        nodes += grid.size
+        log_total += np.log(estimate)
+        # the mass beyond |t| = top along the axis, over p(x0) (the line's density at x0_i is p_i(x0_i))
+        rounding = LOGPDF_ROUNDING * EPS * (10 + abs(log_base))
+        relative_error += (change + tail * np.exp(-log_base / d)) / estimate + rounding
+    integral = float(np.exp(log_total))
+    product_residual = 0.0
+    if d > 1:
+        rng = np.random.default_rng(NORM_T_SEED)
+        x = prior.sample(NORM_T_POINTS, rng) + sd * rng.standard_normal((NORM_T_POINTS, d))
+        lines = sum(prior.noisy_logpdf(line(i, x[:, i]), sigma2) for i in range(d))
+        product_residual = float(np.max(np.abs(prior.noisy_logpdf(x, sigma2) + (d - 1) * log_base - lines)))
+    error = integral * (relative_error + np.expm1(product_residual))
+    return {"integral": integral, "error": float(error), "product_residual": product_residual, "nodes": nodes,
+            "method": (f"trapezoidal rule in v, xt_i = c sinh(v), along each of the {d} axes through x0 "
+                       "(independent coordinates: I = p(x0) prod_i J_i)"),
+            "range": [[-top] * d, [top] * d]}
+
+
 def _normalisation(prior: priors.Prior, sigma2: float) -> dict:
     """``int exp(noisy_logpdf) dxt`` over R^d, with an error estimate and how it was computed."""
+    if isinstance(prior, priors.StudentT):
+        return _axis_normalisation(prior, sigma2)
     lo, hi, tail = integration_range(prior, sigma2)
 
     def density(xt):
@@ -594,6 +759,13 @@ def _normalisation_alternatives():
                     swap("numerics.priors:Laplace._noisy_logpdf",
                          _logpdf_plus(lambda self, s2: self.dim * np.log(2 * self.scale))),
                     kind="implementation"),
+        alternative("Student-t log density without its constant",
+                    "StudentT.noisy_logpdf missing the prior's normalising constant 1 / (s sqrt(df) B(df / 2, 1 / 2)) "
+                    "per coordinate",
+                    swap("numerics.priors:StudentT._noisy_logpdf",
+                         _logpdf_plus(lambda self, s2: self.dim * float(
+                             np.log(self.scale) + 0.5 * np.log(self.df) + special.betaln(self.df / 2, 0.5)))),
+                    kind="implementation"),
     ]
 
 
@@ -607,7 +779,12 @@ def _normalisation_alternatives():
                "noise sd wide "
                f"over that box; the 3-D sphere by quad of |S^2| R^2 p(R u) over R = ||xt|| in r +- (sqrt 3 + "
                f"{NORM_REACH:g}) sd; err = quad's error estimate (or |I_{NORM_NODES[0]} - I_{NORM_NODES[1]}| with "
-               "the 8-point rule on the same panels) plus a bound on the mass outside the range (<= 2e-14)"),
+               "the 8-point rule on the same panels) plus a bound on the mass outside the range (<= 2e-14); the "
+               "Student-t priors (power-law tails, independent coordinates) by I = p(x0) prod_i J_i, J_i the integral "
+               "of p / p(x0) along axis i through x0 by the trapezoidal rule in v, xt_i = (a + sd) sinh(v), halving "
+               f"the step until two rules agree to {NORM_T_RTOL:g}, err = their difference + the mass beyond the range "
+               f"(<= {NORM_T_TAIL:g}) + rounding + the product structure's residual at {NORM_T_POINTS} seeded "
+               "points"),
     replication="none",
     alternatives=_normalisation_alternatives(),
     covers=tuple(f"numerics.priors:{cls}.noisy_logpdf" for cls in PRIOR_COVERS),

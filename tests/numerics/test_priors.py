@@ -6,6 +6,7 @@ errors); quadrature checks use the accuracy quad reports.
 """
 
 import dataclasses
+import math
 import tracemalloc
 
 import mpmath
@@ -22,11 +23,22 @@ from numerics.priors import (
     GaussianMixture,
     Laplace,
     RiskEstimate,
+    StudentT,
     UniformBox,
     UniformSphere,
 )
 from proofs_check.finite_differences import five_point_gradient
-from tests.strategies import boxes, discretes, prior_queries, prior_scale, priors, sigma2s, spheres
+from proofs_check.prior_checks import student_t_posterior_width
+from tests.strategies import (
+    boxes,
+    discretes,
+    log_uniform,
+    prior_queries,
+    prior_scale,
+    priors,
+    sigma2s,
+    spheres,
+)
 
 SEED = 20260527
 N_SAMPLES = 20_000
@@ -47,8 +59,21 @@ CASES = {
     "box-3d": UniformBox([-1.0, 0.0, 2.0], [0.0, 3.0, 2.5]),
     "laplace-1d": Laplace(0.8, 1),
     "laplace-3d": Laplace(1.3, 3),
+    "student-t-1d": StudentT(3.0, 1.0, 1),
+    "student-t-2d": StudentT(5.0, 0.7, 2),
 }
 SIGMA2 = (0.3, 1.0, 5.0)
+
+
+@st.composite
+def student_ts(draw, dim: int = 1) -> StudentT:
+    """Student-t priors with df in [2.5, 50] (finite variance, so ``prior_scale`` exists) and scale in [0.1, 10]."""
+    return StudentT(draw(log_uniform(2.5, 50.0)), draw(log_uniform(1e-1, 1e1)), dim)
+
+
+def any_prior(dim: int = 1) -> st.SearchStrategy:
+    """A prior of any family in ``tests.strategies.priors`` or a Student-t (which that module does not draw)."""
+    return st.one_of(priors(dim), student_ts(dim))
 
 
 # --- the battery -------------------------------------------------------------------------------
@@ -102,6 +127,15 @@ def _reference_1d(prior):
     if isinstance(prior, Laplace):
         b = prior.scale
         return "density", stats.laplace(scale=b).pdf, -80 * b, 80 * b, [0.0]
+    if isinstance(prior, StudentT):  # power-law tails: the range is infinite (quad maps it)
+        nu, s = prior.df, prior.scale
+        log_c = math.lgamma((nu + 1) / 2) - math.lgamma(nu / 2) - 0.5 * math.log(nu * math.pi) - math.log(s)
+        assert math.exp(log_c) == pytest.approx(stats.t(nu, scale=s).pdf(0.0), rel=1e-12)
+
+        def pdf(x):  # scalar, as quad calls it: scipy.stats' pdf costs ~50 us a call
+            return math.exp(log_c - (nu + 1) / 2 * math.log1p(x * x / (nu * s * s)))
+
+        return "density", pdf, -np.inf, np.inf, [0.0]
     raise TypeError(type(prior))
 
 
@@ -115,11 +149,12 @@ def check_normalised(prior, sigma2, rng):
     sd = np.sqrt(sigma2)
     if prior.dim == 1:
         _check_normalised_1d(prior, sigma2)
-    elif isinstance(prior, (Gaussian, UniformBox, Laplace)):
+    elif isinstance(prior, (Gaussian, UniformBox, Laplace, StudentT)):
         factors = {
             Gaussian: lambda i: Gaussian(prior.mean[i], prior.var),
             UniformBox: lambda i: UniformBox(prior.low[i], prior.high[i]),
             Laplace: lambda i: Laplace(prior.scale, 1),
+            StudentT: lambda i: StudentT(prior.df, prior.scale, 1),
         }[type(prior)]
         _, xt = _noisy_draws(prior, sigma2, rng, 50)
         total = sum(factors(i).noisy_logpdf(xt[:, [i]], sigma2) for i in range(prior.dim))
@@ -149,6 +184,11 @@ def check_normalised(prior, sigma2, rng):
 
 def _check_normalised_1d(prior, sigma2):
     sd = np.sqrt(sigma2)
+    if isinstance(prior, StudentT):  # heavy tails: quad over each half-line (it maps [0, inf) to (0, 1])
+        halves = [integrate.quad(lambda t, s=s: np.exp(prior.noisy_logpdf([[s * t]], sigma2)[0]), 0, np.inf,
+                                 epsabs=0.0, epsrel=1e-11, limit=500) for s in (-1.0, 1.0)]
+        assert abs(sum(v for v, _ in halves) - 1) <= sum(e for _, e in halves) + 1e-10
+        return
     ref = _reference_1d(prior)
     if ref[0] == "atoms":
         lo, hi, landmarks = ref[1].min(), ref[1].max(), list(ref[1])
@@ -181,7 +221,10 @@ def posterior_width(prior, sigma2):
     independent Gaussian (cumulants of order >= 3 vanish): ``W`` = extent of the means; for a
     Gaussian ``kappa_5 = 0``. The Laplace posterior is strongly log-concave with curvature
     ``>= 1 / sigma2``, hence sub-Gaussian with variance proxy ``sigma2``: its central moments give
-    ``|kappa_5| <= 113 sd^5 <= 11 (2 sd)^5``.
+    ``|kappa_5| <= 113 sd^5 <= 11 (2 sd)^5``. A Student-t posterior has no closed-form bound (it is
+    bimodal for some ``t`` once ``(df + 1) sigma2 > 8 df s^2``): ``max_t |kappa_5|`` is measured
+    from the t prior's scale-mixture form, independently of :mod:`numerics.priors`
+    (:func:`proofs_check.prior_checks.student_t_posterior_width`, with a margin of 1.5 on ``W``).
     """
     if isinstance(prior, Discrete):
         return float(np.max(np.ptp(prior.atoms, axis=0)))
@@ -195,6 +238,8 @@ def posterior_width(prior, sigma2):
         return 2 * np.sqrt(sigma2)
     if isinstance(prior, Gaussian):
         return 0.0
+    if isinstance(prior, StudentT):
+        return student_t_posterior_width(prior.df, prior.scale, sigma2)
     raise TypeError(type(prior))
 
 
@@ -254,6 +299,7 @@ def _reference_posterior_mean(prior, t, sigma2):
         return w @ values / w.sum()
     _, pdf, lo, hi, landmarks = ref
     lo, hi = max(lo, t - 40 * sd), min(hi, t + 40 * sd)
+    landmarks = [p for p in landmarks if np.isfinite(p)]
     points = [t, *landmarks]
     den, _ = _quad(lambda x: pdf(x) * stats.norm.pdf(t, x, sd), lo, hi, points)
     # The numerator may vanish (odd integrand): ask for 1e-12 (|t| + hi - lo) of the ratio instead.
@@ -269,7 +315,8 @@ def check_posterior_mean_matches_quadrature(prior, sigma2, rng):
     assert_allclose(prior.posterior_mean(xt, sigma2)[:, 0], reference, rtol=1e-8, atol=1e-9 * scale)
 
 
-EXPECTED_METHOD = {Gaussian: "exact", UniformBox: "quadrature", Laplace: "quadrature", UniformSphere: "quadrature"}
+EXPECTED_METHOD = {Gaussian: "exact", UniformBox: "quadrature", Laplace: "quadrature", UniformSphere: "quadrature",
+                   StudentT: "quadrature"}
 
 
 def check_mmse(prior, sigma2, rng):
@@ -376,6 +423,124 @@ def test_mmse_tends_to_sigma2(prior):
 def test_sphere_mmse_small_noise_keeps_tangential_part():
     """On the sphere only the ``d - 1`` tangential noise directions survive: ``MMSE ~ sigma2 (d - 1) / d``."""
     assert UniformSphere(4, 1.0).mmse(1e-8).value == pytest.approx(0.75e-8, rel=1e-3)
+
+
+# --- the Student-t prior -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("scale", "sigma2"), [(1.0, 0.5), (0.7, 2.0)])
+def test_student_t_tends_to_the_gaussian_as_df_grows(scale, sigma2):
+    """``t_df(0, s) -> N(0, s^2)`` at rate ``1 / df``: posterior means, Bayes risks and log densities.
+
+    On ``|t| <= 4 (s + sigma)`` the differences from ``Gaussian(0, s^2)`` are ``C / df`` (measured at
+    df = 1e2, 1e4, 1e6: ``C ~ 18 (s + sigma)`` and ``~5 (s + sigma)`` for the posterior mean, ``~0.7``
+    and ``~1.6`` relative for the risk). At df = 1e6 the posterior mean must be within
+    ``50 (s + sigma) / df`` and the risk within ``5 / df`` relative; and the rate must be first order:
+    ``df x difference`` at df = 1e4 and 1e6 agree within 2% (the quadrature at df = 1e6 must be
+    right to ~1e-7 for that).
+    """
+    sd = np.sqrt(sigma2)
+    t = np.linspace(-4, 4, 17)[:, None] * (scale + sd)
+    gaussian = Gaussian(0.0, scale**2)
+    scaled = {}
+    for df in (1e4, 1e6):
+        prior = StudentT(df, scale, 1)
+        mean_gap = np.max(np.abs(prior.posterior_mean(t, sigma2) - gaussian.posterior_mean(t, sigma2)))
+        risk_gap = abs(prior.mmse(sigma2).value / gaussian.mmse(sigma2).value - 1)
+        logp_gap = np.max(np.abs(prior.noisy_logpdf(t, sigma2) - gaussian.noisy_logpdf(t, sigma2)))
+        scaled[df] = np.array([mean_gap, risk_gap, logp_gap]) * df
+    assert scaled[1e6][0] <= 50 * (scale + sd) and scaled[1e6][1] <= 5
+    assert_allclose(scaled[1e6], scaled[1e4], rtol=0.02)
+
+
+def _mpmath_posterior_mean(df, scale, sigma2, t, dps=20):
+    """``E[x | t] = t + int (x - t) f(x) phi(t - x) dx / int f(x) phi(t - x) dx`` by mpmath at ``dps`` digits."""
+    with mpmath.workdps(dps):
+        nu, s2, t = mpmath.mpf(df), mpmath.mpf(sigma2), mpmath.mpf(t)
+        a2, sd = nu * mpmath.mpf(scale) ** 2, mpmath.sqrt(s2)
+
+        def q(x):
+            return (1 + x * x / a2) ** (-(nu + 1) / 2) * mpmath.exp(-((x - t) ** 2) / (2 * s2))
+
+        points = sorted({mpmath.mpf(0), t, -mpmath.sqrt(a2), mpmath.sqrt(a2),
+                         *(t + k * sd for k in range(-12, 13)), *(k * sd for k in range(-12, 13))})
+        points = [-mpmath.inf, *points, mpmath.inf]
+        shift = mpmath.quad(lambda x: (x - t) * q(x), points) / mpmath.quad(q, points)
+        return float(t + shift), float(shift)
+
+
+@pytest.mark.parametrize(("df", "scale", "sigma2", "points"),
+                         [(3.0, 1.0, 0.5, (0.7, -2.5, 9.0)), (5.0, 0.7, 5.0, (1.0, -6.0))],
+                         ids=["log-concave", "bimodal-capable"])
+def test_student_t_posterior_mean_matches_mpmath(df, scale, sigma2, points):
+    """The posterior mean against 20-digit mpmath quadrature of its two integrals (breaks at 0, +-a, t +- k sd).
+
+    Agreement to 1e-13 of the posterior's scale ``|E[x - t | t]| + sigma``. The second case,
+    ``(df + 1) sigma2 > 0.9 * 8 df s^2``, takes the nodes built for posteriors that may be bimodal.
+    """
+    prior = StudentT(df, scale, 1)
+    got = prior.posterior_mean(np.array(points)[:, None], sigma2)[:, 0]
+    for t, value in zip(points, got):
+        want, shift = _mpmath_posterior_mean(df, scale, sigma2, t)
+        assert abs(value - want) <= 1e-13 * (abs(shift) + np.sqrt(sigma2)) + 2 * EPS * abs(t)
+
+
+def test_student_t_mmse_matches_seeded_monte_carlo():
+    """The quadrature risk against the mean loss of 100000 seeded draws: within its error + 5 standard errors."""
+    prior, sigma2, n = StudentT(3.0, 1.0, 1), 1.0, 100_000
+    est = prior.mmse(sigma2)
+    assert est.method == "quadrature" and est.error <= 1e-10 * est.value
+    x, xt = _noisy_draws(prior, sigma2, np.random.default_rng(SEED), n)
+    loss = (x - prior.posterior_mean(xt, sigma2))[:, 0] ** 2
+    assert abs(loss.mean() - est.value) <= est.error + 5 * loss.std(ddof=1) / np.sqrt(n)
+
+
+def test_student_t_shrinkage_vanishes_in_the_tails():
+    """Heavy tails: ``t - E[x | t] -> 0`` as ``|t| -> inf``, where a Laplace prior shrinks by ``sigma2 / b`` for ever.
+
+    By Tweedie's formula ``t - E[x | t] = -sigma2 E[psi(x) | t]`` with the prior's score ``psi(x) =
+    -(df + 1) x / (a^2 + x^2)``, so ``t (t - E[x | t]) -> sigma2 (df + 1)``, the relative
+    correction being of order ``(a^2 + sigma2) / t^2`` (measured ~0.2 of it), plus the rounding of
+    ``E[x | t]`` (``4 eps |t|`` over the shrinkage).
+    """
+    df, sigma2 = 3.0, 0.5
+    a2 = df * 1.0**2
+    t = np.array([1e1, 1e2, 1e3, 1e4, 1e5])
+    shrink = t - StudentT(df, 1.0, 1).posterior_mean(t[:, None], sigma2)[:, 0]
+    assert np.all(shrink > 0) and np.all(np.diff(shrink) < 0)
+    assert np.all(np.abs(t * shrink / (sigma2 * (df + 1)) - 1) <= (a2 + sigma2) / t**2 + 4 * EPS * t / shrink)
+    assert_allclose(StudentT(df, 1.0, 1).posterior_mean(-t[:, None], sigma2)[:, 0], -(t - shrink), rtol=1e-15)
+    b = 0.8
+    assert_allclose(t - Laplace(b, 1).posterior_mean(t[:, None], sigma2)[:, 0], sigma2 / b, rtol=1e-6)
+
+
+@pytest.mark.parametrize("df", [0.5, 1.0, 2.0])
+def test_student_t_without_a_finite_variance(df):
+    """``df <= 2``: ``moments`` raises naming ``df``; the rest works, and the risk is below ``sigma2`` (that of ``xt``)."""
+    prior, sigma2 = StudentT(df, 1.0, 1), 0.5
+    with pytest.raises(ValueError, match=rf"df == {df}: .* needs df > 2"):
+        prior.moments()
+    assert np.all(np.isfinite(prior.sample(1000, SEED)))
+    xt = np.array([[0.0], [0.8], [-3.0], [40.0], [-1e6]])
+    pm, score, logp = prior.posterior_mean(xt, sigma2), prior.noisy_score(xt, sigma2), prior.noisy_logpdf(xt, sigma2)
+    assert np.all(np.isfinite(pm)) and np.all(np.isfinite(score)) and np.all(np.isfinite(logp))
+    assert np.all(np.abs(pm - (xt + sigma2 * score)) <= 1e-9 * (np.abs(xt) + np.abs(pm) + 1))
+    est = prior.mmse(sigma2)
+    assert est.method == "quadrature" and 0 < est.value < sigma2 and est.error <= 1e-8 * est.value
+
+
+def test_student_t_memory_is_bounded():
+    """50000 queries: nodes in blocks (2^14 queries, 2^16 nodes), not the ~30 MB of 50000 x ~70 nodes x 8 bytes at once."""
+    prior = StudentT(3.0, 1.0, 1)
+    xt = 1.5 * np.random.default_rng(SEED).standard_t(3.0, size=(50_000, 1))
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        prior.posterior_mean(xt, 0.5)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak <= 12 * 2**20
 
 
 # --- the discrete prior in row blocks ----------------------------------------------------------
@@ -497,6 +662,7 @@ POSTERIOR_MEAN_ROUTINES = {
     UniformSphere: (UniformSphere, "_shrinkage", lambda real: lambda self, kappa: real(self, kappa / 2)),
     UniformBox: (UniformBox, "_truncation", _at_double_bandwidth),
     Laplace: (Laplace, "_halves", _at_double_bandwidth),
+    StudentT: (StudentT, "_posterior_mean", _at_double_bandwidth),  # the ratio of quadratures x q_t / q_t
 }
 
 
@@ -533,7 +699,8 @@ def test_finite_differences_fail_for_a_wrong_log_density(monkeypatch, prior):
 
 
 @example(prior=Discrete([[1e-9], [2.0], [0.0]]), sigma2=0.03162277660168379, reach=3.0)
-@given(prior=priors(dim=1), sigma2=sigma2s(1e-4, 1e4), reach=st.sampled_from([3.0, 30.0, 1e3]))
+@example(prior=StudentT(3.0, 0.1, 1), sigma2=1e4, reach=30.0)
+@given(prior=any_prior(dim=1), sigma2=sigma2s(1e-4, 1e4), reach=st.sampled_from([3.0, 30.0, 1e3]))
 def test_posterior_mean_nondecreasing_1d(prior, sigma2, reach):
     """``d E[x | t] / dt = Var[x | t] / sigma2 >= 0``; allow rounding of a few ulps of ``|t|`` and of the prior's scale.
 
@@ -550,7 +717,7 @@ def test_posterior_mean_nondecreasing_1d(prior, sigma2, reach):
 def test_tweedie_property(data):
     """Posterior mean = ``xt + sigma2 * score``, any prior, noise and query out to far tails (as ``check_tweedie``)."""
     dim = data.draw(st.integers(1, 3))
-    prior = data.draw(priors(dim))
+    prior = data.draw(any_prior(dim))
     sigma2 = data.draw(sigma2s(1e-4, 1e4))
     xt = data.draw(prior_queries(prior, reach=data.draw(st.sampled_from([3.0, 30.0, 1e3]))))
     pm = prior.posterior_mean(xt, sigma2)
@@ -562,7 +729,7 @@ def test_tweedie_property(data):
 def test_score_is_five_point_gradient_property(data):
     """Score = 5-point gradient of ``log p`` within :func:`five_point_tolerance`, any prior and noise."""
     dim = data.draw(st.integers(1, 3))
-    prior = data.draw(priors(dim))
+    prior = data.draw(any_prior(dim))
     sigma2 = data.draw(sigma2s(1e-3, 1e3))
     xt = data.draw(prior_queries(prior, reach=3.0))
     step = 1e-3 * np.sqrt(sigma2)
@@ -574,7 +741,7 @@ def test_score_is_five_point_gradient_property(data):
 @given(data=st.data())
 def test_far_tails_are_finite(data):
     dim = data.draw(st.integers(1, 3))
-    prior = data.draw(priors(dim))
+    prior = data.draw(any_prior(dim))
     sigma2 = data.draw(sigma2s())
     xt = data.draw(prior_queries(prior))
     logp = prior.noisy_logpdf(xt, sigma2)
@@ -633,6 +800,15 @@ BAD_PARAMETERS = [
     (lambda: Laplace(np.inf, 1), ValueError, r"scale == inf, must be finite"),
     (lambda: Laplace(1.0, 0), ValueError, r"dim == 0, must be >= 1"),
     (lambda: Laplace(1.0, 1.5), TypeError, "dim must be an integer"),
+    (lambda: StudentT(0.0, 1.0, 1), ValueError, r"df == 0.0, must be > 0"),
+    (lambda: StudentT(-3.0, 1.0, 1), ValueError, r"df == -3.0, must be > 0"),
+    (lambda: StudentT(np.inf, 1.0, 1), ValueError, r"df == inf, must be finite"),
+    (lambda: StudentT("3", 1.0, 1), TypeError, "df must be a real number"),
+    (lambda: StudentT(3.0, 0.0, 1), ValueError, r"scale == 0.0, must be > 0"),
+    (lambda: StudentT(3.0, np.nan, 1), ValueError, r"scale == nan, must be finite"),
+    (lambda: StudentT(3.0, 1.0, 0), ValueError, r"dim == 0, must be >= 1"),
+    (lambda: StudentT(3.0, 1.0, 2.0), TypeError, "dim must be an integer"),
+    (lambda: StudentT(2.0, 1.0, 1).moments(), ValueError, r"df == 2.0: .* infinite variance .* needs df > 2"),
 ]
 
 
@@ -658,7 +834,8 @@ BAD_CALLS = [
 
 @pytest.mark.parametrize(("call", "error", "match"), BAD_CALLS)
 @pytest.mark.parametrize(
-    "prior", [CASES[k] for k in ("gaussian-3d", "mixture-2d", "discrete-1d", "sphere-2d", "box-1d", "laplace-3d")]
+    "prior",
+    [CASES[k] for k in ("gaussian-3d", "mixture-2d", "discrete-1d", "sphere-2d", "box-1d", "laplace-3d", "student-t-2d")],
 )
 def test_bad_calls_raise_naming_the_argument(prior, call, error, match):
     with pytest.raises(error, match=match):
@@ -678,6 +855,7 @@ def test_repr_shows_parameters():
     assert repr(UniformSphere(3, 2.0)) == "UniformSphere(dim=3, radius=2.0)"
     assert repr(UniformBox([0.0, 1.0], [1.0, 3.0])) == "UniformBox(low=[0.0, 1.0], high=[1.0, 3.0])"
     assert repr(Laplace(0.5, 4)) == "Laplace(scale=0.5, dim=4)"
+    assert repr(StudentT(3, 0.5, 2)) == "StudentT(df=3.0, scale=0.5, dim=2)"
 
 
 def test_risk_estimate_is_frozen_and_monte_carlo_is_seeded():

@@ -10,6 +10,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+from scipy import integrate
 
 from numerics import priors
 from proofs_check import convergence_checks, coverage, prior_checks
@@ -102,7 +103,8 @@ def test_reference_priors_are_those_of_the_estimator_table():
 def test_the_added_priors_are_asymmetric():
     """Unequal weights, off-centre atoms and means of unequal norms, radius 1.7, sd != var, box off 0, b != 1/sqrt 2."""
     added = {name: prior for name, (_, prior) in prior_checks.ASYMMETRIC_PRIORS.items()}
-    kinds = {cls: [p for p in added.values() if type(p) is getattr(priors, cls)] for cls in prior_checks.PRIOR_COVERS}
+    families = [cls for cls in prior_checks.PRIOR_COVERS if cls != "StudentT"]  # symmetric by nature: heavy-tailed
+    kinds = {cls: [p for p in added.values() if type(p) is getattr(priors, cls)] for cls in families}
     assert all(kinds.values()), "every family has an asymmetric reference prior"
     for prior in kinds["Discrete"] + kinds["GaussianMixture"]:
         assert np.ptp(prior.weights) > 0.05
@@ -114,6 +116,45 @@ def test_the_added_priors_are_asymmetric():
     assert any(p.dim == 2 for p in kinds["Gaussian"])
     assert all(np.all(p.low + p.high != 0) and np.ptp(p.high - p.low) > 0 for p in kinds["UniformBox"])
     assert all(abs(p.scale - 0.5**0.5) > 0.3 for p in kinds["Laplace"])
+
+
+def test_the_heavy_tailed_priors():
+    """Student-t coordinates in 1-D and 2-D, one without a fourth moment (df 3), one with scale != 1; last in order."""
+    heavy = [prior for _, prior in prior_checks.HEAVY_TAILED_PRIORS.values()]
+    assert heavy and all(type(p) is priors.StudentT for p in heavy)
+    assert {p.dim for p in heavy} == {1, 2} and min(p.df for p in heavy) <= 4 and any(p.scale != 1 for p in heavy)
+    assert list(prior_checks.REFERENCE_PRIORS)[-len(heavy):] == list(prior_checks.HEAVY_TAILED_PRIORS)
+
+
+@pytest.mark.parametrize(("df", "scale", "sigma2"), [(3.0, 1.0, 2.0), (5.0, 0.7, 5.0)])
+def test_student_t_posterior_width_bounds_kappa5(df, scale, sigma2):
+    """``11 (W / margin)^5`` is the largest ``|kappa_5(x | t)|``, here found again by scipy quad in x on a grid of t.
+
+    The two routes share nothing (the width uses the prior's scale-mixture form): their maxima over
+    ``t`` agree to 2% (the quad grid is coarser), and ``11 W^5`` bounds every value with the margin.
+    """
+    width = prior_checks.student_t_posterior_width(df, scale, sigma2)
+    a2, sd = df * scale**2, np.sqrt(sigma2)
+
+    def kappa5(t):
+        def q(x):
+            return np.exp(-(df + 1) / 2 * np.log1p(x * x / a2) - (x - t) ** 2 / (2 * sigma2))
+
+        lo, hi = min(0.0, t) - 40 * sd, max(0.0, t) + 40 * sd
+        points = [0.0, t, -np.sqrt(a2), np.sqrt(a2)]
+        reach = sd + np.sqrt(a2)  # q <= 1, so absolute accuracy 1e-13 reach^k is ~1e-13 relative or better
+        raw = [integrate.quad(lambda x, k=k: (x - t) ** k * q(x), lo, hi, points=points, limit=400,
+                              epsabs=1e-13 * reach**k, epsrel=1e-12)[0] for k in range(6)]
+        m = [r / raw[0] for r in raw]
+        mu2 = m[2] - m[1] ** 2
+        mu3 = m[3] - 3 * m[1] * m[2] + 2 * m[1] ** 3
+        mu5 = m[5] - 5 * m[1] * m[4] + 10 * m[1] ** 2 * m[3] - 10 * m[1] ** 3 * m[2] + 4 * m[1] ** 5
+        return abs(mu5 - 10 * mu3 * mu2)
+
+    values = [kappa5(t) for t in np.linspace(0.0, 12 * (sd + np.sqrt(a2)), 121)]
+    measured = 11 * (width / prior_checks.T_WIDTH_MARGIN) ** 5
+    assert 0.98 * measured <= max(values) <= 1.02 * measured
+    assert 11 * width**5 >= max(values)
 
 
 def test_every_prior_method_is_covered_by_these_checks():
@@ -147,6 +188,8 @@ def test_checks_fail_under_every_wrong_theory(shared, name):
         (priors.UniformBox, "_noisy_score", _one_percent_off),
         (priors.Discrete, "_posterior_mean", _one_percent_off),
         (priors.Laplace, "_noisy_score", _one_percent_off),
+        (priors.StudentT, "_posterior_mean", _at_double_bandwidth),
+        (priors.StudentT, "_noisy_score", _one_percent_off),
     ],
 )
 def test_tweedie_fails_for_a_broken_prior(monkeypatch, tmp_path, cls, method, wrong):
@@ -161,6 +204,7 @@ def test_tweedie_fails_for_a_broken_prior(monkeypatch, tmp_path, cls, method, wr
         (priors.Laplace, "_noisy_logpdf", _one_percent_off),
         (priors.UniformBox, "_noisy_logpdf", _one_percent_off),
         (priors.Gaussian, "_posterior_mean", _one_percent_off),
+        (priors.StudentT, "_noisy_logpdf", _one_percent_off),
     ],
 )
 def test_finite_difference_tweedie_fails_for_a_broken_prior(monkeypatch, tmp_path, cls, method, wrong):
@@ -168,7 +212,7 @@ def test_finite_difference_tweedie_fails_for_a_broken_prior(monkeypatch, tmp_pat
     assert not CHECKS["tweedie_finite_differences"].func(fresh(tmp_path)).passed
 
 
-@pytest.mark.parametrize("cls", [priors.Laplace, priors.UniformBox, priors.Discrete])
+@pytest.mark.parametrize("cls", [priors.Laplace, priors.UniformBox, priors.Discrete, priors.StudentT])
 def test_risk_check_fails_for_an_mmse_one_percent_off(monkeypatch, shared, cls):
     _measure(shared, RISK)  # mmse does not enter the measurement
     monkeypatch.setattr(cls, "_mmse", _one_percent_off(cls._mmse))
