@@ -145,3 +145,17 @@ claim(
     ("scalar parametrization", "N = 64 tokens, L = 4 layers, finite training"),
     question=True,
 )
+
+# The anisotropic Gaussian prior (issue 11): one exact horizon per direction, none for all.
+claim(
+    "G4",
+    "best single depth for an anisotropic Gaussian prior",
+    "For a Gaussian prior N(m, diag(tau2_k)) the mean-field token variance of each direction follows its own "
+    "flow ds_k/dt = -2 h2 s_k/(s_k + h2) and Stage 2 is the linear map m + s_k/(s_k + sigma2)(xt - m) per "
+    "direction, so the excess risk at depth T is sum_k (tau2_k + sigma2)(s_k(T)/(s_k(T) + sigma2) - "
+    "tau2_k/(tau2_k + sigma2))^2: no single depth is exact at finite h2 when the tau2_k differ, the best one "
+    "(depth_noise.anisotropic_depth) lies between the per-direction horizons T_G(tau2_k) and leaves an excess "
+    "O(h2^2); a finite particle system follows it.",
+    ("Gaussian prior with diagonal covariance", "mean field (N large enough for the stability bound S1)",
+     "continuous depth (the ODE, no layers)"),
+)

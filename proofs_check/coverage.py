@@ -15,7 +15,7 @@ from .registry import CLAIMS
 
 __all__ = ["REPORT_FUNCTIONS", "coverage_map", "uncovered"]
 
-_PRIORS = ("Gaussian", "GaussianMixture", "Discrete", "UniformSphere", "UniformBox", "Laplace")
+_PRIORS = ("Gaussian", "GaussianMixture", "Discrete", "UniformSphere", "UniformBox", "Laplace", "StudentT")
 _PRIOR_METHODS = ("noisy_logpdf", "noisy_score", "posterior_mean", "mmse")
 
 #: Public functions whose output feeds a number in the report, by group.
@@ -48,6 +48,9 @@ REPORT_FUNCTIONS: dict[str, tuple[str, ...]] = {
         "theory.depth_noise:gaussian_horizon",
         "theory.depth_noise:gaussian_layers_fractional",
         "theory.depth_noise:gaussian_variance_map",
+        "theory.depth_noise:anisotropic_depth",
+        "theory.anisotropic:excess_at_depth",
+        "theory.anisotropic:variances_at_depth",
         "theory.stability:growth_rate",
         "theory.stability:fastest_mode",
         "theory.stability:token_scaling",

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import anisotropic_checks as _anisotropic_checks  # noqa: F401  (registers G4: the anisotropic Gaussian prior)
 from . import baseline_checks  # noqa: F401  (registers B1: the baselines against their definitions)
 from . import blurring_checks as _blurring_checks  # noqa: F401  (registers G2 at eta = 1)
 from . import claims as _claims  # noqa: F401  (registers C1-C10)

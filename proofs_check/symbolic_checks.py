@@ -37,6 +37,7 @@ DERIVATION_CLAIMS = {
     "mean_field": ("C5",),
     "depth_noise": ("C5", "C6"),
     "gaussian": ("C6", "C8", "G1"),
+    "anisotropic": ("G4",),
     "stability": ("S1",),
     "tweedie": ("C10",),
     "stage2": ("C7", "C8", "C9"),

@@ -41,6 +41,7 @@ _MODULES = {
     "mean_field": "mean_field",
     "depth_noise": "depth_noise",
     "gaussian": "gaussian",
+    "anisotropic": "anisotropic",
     "stability": "stability",
     "tweedie": "tweedie",
     "stage2": "stage2",

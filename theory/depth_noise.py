@@ -18,7 +18,9 @@ built from the derived expressions:
 - :func:`gaussian_horizon`: exact depth for a Gaussian prior at finite ``h2``
   (from :mod:`theory.gaussian`);
 - :func:`gaussian_layers` and :func:`gaussian_layers_fractional`: layers of
-  step ``eta`` that the exact one-layer variance map needs.
+  step ``eta`` that the exact one-layer variance map needs;
+- :func:`anisotropic_depth`: the best single depth, and its excess risk, for an
+  anisotropic Gaussian prior (from :mod:`theory.anisotropic`).
 """
 
 from __future__ import annotations
@@ -27,8 +29,9 @@ import math
 from functools import cache
 
 import sympy as sp
+from scipy import optimize
 
-from . import gaussian, mean_field
+from . import anisotropic, gaussian, mean_field
 from ._calculus import gaussian_density
 from ._evaluate import check_positive, evaluate
 from .derivation import Claim, Derivation, Step
@@ -38,6 +41,7 @@ __all__ = [
     "MAX_LAYERS",
     "RATE",
     "T_STAR",
+    "anisotropic_depth",
     "derivation",
     "gaussian_horizon",
     "gaussian_layers",
@@ -235,3 +239,65 @@ def gaussian_variance_map(s0_value, h2_value, eta_value, layers):
     for _ in range(layers):
         variances.append(step(variances[-1], h2_value, eta_value))
     return variances
+
+
+#: Points of the grid on which :func:`anisotropic_depth` looks for sign changes of E'(T).
+ANISOTROPIC_GRID = 64
+
+
+def anisotropic_depth(tau2s, sigma2_value, h2_value):
+    r"""Best single Stage-1 depth for the Gaussian prior :math:`N(m, \mathrm{diag}(\tau_k^2))`, and its excess risk.
+
+    In mean field the token variance of direction ``k`` follows
+    :math:`\dot s_k = -2 h_2 s_k/(s_k + h_2)` from :math:`\tau_k^2 + \sigma^2` and Stage 2 is the
+    linear map :math:`m_k + a_k(\tilde x_k - m_k)`, :math:`a_k = s_k/(s_k + \sigma^2)`
+    (:mod:`theory.anisotropic`). The total excess risk over Bayes at depth ``T`` is
+
+    .. math:: E(T) = \sum_k (\tau_k^2 + \sigma^2)\Big(\frac{s_k(T)}{s_k(T) + \sigma^2}
+              - \frac{\tau_k^2}{\tau_k^2 + \sigma^2}\Big)^2 ,
+
+    each term zero at the direction's own horizon
+    :math:`T_G(\tau_k^2) = \sigma^2/(2h_2) + \tfrac12\log(1 + \sigma^2/\tau_k^2)` and monotone on
+    either side of it, so the minimiser lies in :math:`[\min_k T_G(\tau_k^2), \max_k T_G(\tau_k^2)]`.
+    It is found there as the smallest :math:`E` among the two ends and the roots of :math:`E'(T)`
+    (bracketed by its sign changes on a grid of ``ANISOTROPIC_GRID`` points, then
+    :func:`scipy.optimize.brentq`); with equal :math:`\tau_k^2` it is :math:`T_G` and :math:`E = 0`.
+    As :math:`h_2 \to 0` the best depth is :math:`T^* + \sum_k w_k c_k / \sum_k w_k + o(1)`,
+    :math:`w_k = (\tau_k^2 + \sigma^2)^{-3}`, :math:`c_k = \tfrac12\log(1 + \sigma^2/\tau_k^2)`, and
+    :math:`E = O(h_2^2)`.
+
+    Parameters
+    ----------
+    tau2s : sequence of float
+        Prior variance of each direction, > 0 (at least one).
+    sigma2_value, h2_value : float
+        Noise variance and Stage-1 bandwidth, > 0. Numbers only.
+
+    Returns
+    -------
+    best_depth : float
+        The depth :math:`T` minimising :math:`E(T)`.
+    excess_risk : float
+        :math:`E` at that depth: the **total** over directions, :math:`E\lVert\hat x - x\rVert^2 - \mathrm{MMSE}`
+        (divide by ``d`` for the per-coordinate convention of the reports).
+    """
+    tau2_values = anisotropic.check_tau2s(tau2s)
+    sigma2_value, h2_value = check_positive(sigma2_value, "sigma2"), check_positive(h2_value, "h2")
+    horizons = [gaussian_horizon(sigma2_value, value, h2_value) for value in tau2_values]
+    low, high = min(horizons), max(horizons)
+
+    def excess(depth):
+        return anisotropic.excess_at_depth(tau2_values, sigma2_value, h2_value, depth)
+
+    def slope(depth):
+        return anisotropic.excess_slope_at_depth(tau2_values, sigma2_value, h2_value, depth)
+
+    candidates = [low, high]
+    if high > low:
+        grid = [low + (high - low) * i / ANISOTROPIC_GRID for i in range(ANISOTROPIC_GRID + 1)]
+        slopes = [slope(depth) for depth in grid]
+        candidates += [optimize.brentq(slope, left, right, xtol=1e-13 * high)
+                       for left, right, before, after in zip(grid, grid[1:], slopes, slopes[1:])
+                       if before < 0 <= after]
+    best = min(candidates, key=excess)
+    return best, excess(best)

@@ -13,7 +13,7 @@ from proofs_check import cli, symbolic_checks
 from proofs_check.registry import CLAIMS, Context
 from theory import depth_noise, stability
 
-NUMERIC_CLAIMS = ["C1", "C2", "C3", "C7", "C9", "G1", "G2", "S1", "T0"]
+NUMERIC_CLAIMS = ["C1", "C2", "C3", "C7", "C9", "G1", "G2", "S1", "T0", "G4"]
 
 
 def verify(tmp_path, *ids):
@@ -94,6 +94,11 @@ def _training_stage_two_without_value_scale(monkeypatch):
     monkeypatch.setattr(training, "_matrices", lambda params, kind, dim: (*real(params, kind, dim)[:3], np.eye(dim)))
 
 
+def _stage_one_with_half_the_bandwidth(monkeypatch):
+    real = flow.particle_flow
+    monkeypatch.setattr(flow, "particle_flow", lambda x0, h2, T, **kwargs: real(x0, h2 / 2, T, **kwargs))
+
+
 BREAKAGES = {
     "G1": [_gaussian_horizon_is_leading_order],
     "G2": [_layer_map_off_by_a_factor],
@@ -104,6 +109,7 @@ BREAKAGES = {
     "C7": [_stage_two_wrong_bandwidth],
     "C9": [_no_stage_one],
     "T0": [_training_backward_drops_the_key_norm_bias, _training_stage_two_without_value_scale],
+    "G4": [_stage_one_with_half_the_bandwidth],
 }
 
 

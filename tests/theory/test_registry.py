@@ -15,8 +15,8 @@ NAMES = theory.list_derivations()
 
 
 def test_registry_names():
-    assert NAMES == ["attention", "depth_ode", "energy", "mean_field", "depth_noise", "gaussian", "stability",
-                     "tweedie", "stage2"]
+    assert NAMES == ["attention", "depth_ode", "energy", "mean_field", "depth_noise", "gaussian", "anisotropic",
+                     "stability", "tweedie", "stage2"]
     assert list(theory.DERIVATIONS) == NAMES
     assert len(theory.DERIVATIONS) == len(NAMES)
     assert "gaussian" in theory.DERIVATIONS
