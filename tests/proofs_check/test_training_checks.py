@@ -108,6 +108,7 @@ def _verify(tmp_path, *ids):
 
 
 def test_a_question_answered_no_is_reported_and_does_not_fail_verify(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(training_checks, "trained_runs", lambda ctx: _synthetic_runs())
     monkeypatch.setattr(training_checks, "predicted_depth_budget", lambda sigma2: 0.0)
     assert _verify(tmp_path, "T2") == 0
     report = json.loads((tmp_path / "report.json").read_text())
@@ -123,6 +124,7 @@ def test_a_question_that_raises_fails_verify(tmp_path, monkeypatch):
     def broken(runs, prior="two-cluster"):
         raise RuntimeError("broken")
 
+    monkeypatch.setattr(training_checks, "trained_runs", lambda ctx: _synthetic_runs())
     monkeypatch.setattr(training_checks, "budget_slope", broken)
     assert _verify(tmp_path, "T2") == 1
     assert json.loads((tmp_path / "report.json").read_text())["claims"][0]["status"] == "error"
