@@ -141,7 +141,7 @@ def _ode_over_one_layer(real):
     return ratio
 
 
-@check("G2", "layers of step 1 (Gaussian blurring mean shift): every layer's variance ratio and the layer count "
+@check("G2", "layers of step 1 (Gaussian blurring mean shift): the first layer's variance ratio and the layer count "
              "follow the exact map",
        criterion=CRITERION,
        replication="seeds",
