@@ -1,15 +1,15 @@
-"""Shrunken E6 for the tests: one dimension, two noise levels, two seeds, 150 Adam steps, 32 evaluation contexts.
+"""Shrunken E6 for the tests: one dimension, two noise levels, two seeds, 60 Adam steps, 16 evaluation contexts.
 
-The criteria are those of the real checks; what training finds in 150 steps is not what it finds
+The criteria are those of the real checks; what training finds in 60 steps is not what it finds
 in `attneb verify`, so tests of the questions T1-T3 test their decisions (on synthetic records),
 their ability to fail, and that they run; not their answers.
 """
 
 from proofs_check import training_checks
 
-SMALL_DESIGN = {"priors": training_checks.PRIORS, "dims": (1,), "sigma2": (0.5, 2.0), "seeds": 2, "steps": 150}
+SMALL_DESIGN = {"priors": training_checks.PRIORS, "dims": (1,), "sigma2": (0.5, 2.0), "seeds": 2, "steps": 60}
 
 
 def shrink_training(monkeypatch):
     monkeypatch.setattr(training_checks, "design", lambda quick: dict(SMALL_DESIGN))
-    monkeypatch.setattr(training_checks, "EVAL_CONTEXTS", 32)
+    monkeypatch.setattr(training_checks, "EVAL_CONTEXTS", 16)

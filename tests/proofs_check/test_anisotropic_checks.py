@@ -22,7 +22,9 @@ def quick(tmp_path_factory):
     return Context(quick=True, out=tmp_path_factory.mktemp("g4"), power=True)
 
 
-@pytest.mark.parametrize("func", [ac.anisotropic_particles, ac.anisotropic_evaluators], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("func", [
+    pytest.param(ac.anisotropic_particles, marks=pytest.mark.slow),  # 18 s; its pass also runs through verify G4
+    ac.anisotropic_evaluators], ids=lambda f: f.__name__)
 def test_the_check_passes_and_rejects_every_wrong_theory(func, quick):
     chk = registered(func)
     evidence = chk.func(quick)
@@ -33,6 +35,7 @@ def test_the_check_passes_and_rejects_every_wrong_theory(func, quick):
             assert not chk.func(quick).passed, wrong.name
 
 
+@pytest.mark.slow  # simulates the quick design (15 s) unless the test above ran first
 def test_the_particle_check_reports_its_numbers(quick):
     evidence = ac.anisotropic_particles(quick)
     [case] = evidence.data["cases"]

@@ -12,6 +12,7 @@ def measured():
     return ctx, [c for c in CLAIMS["G2"].checks if c.func is blurring_checks.blurring_mean_shift][0]
 
 
+@pytest.mark.slow  # 13 s; the check's pass (and a breakage) also run by default, through verify G2 (test_verify)
 def test_particles_follow_the_cubic_map_and_every_wrong_theory_is_rejected(measured, tmp_path, monkeypatch):
     monkeypatch.setattr(blurring_checks, "blurring_design",
                         lambda quick: {"n": 65536, "seeds": 4, "risk_n": 2048, "risk_seeds": 2})

@@ -83,7 +83,7 @@ def test_every_wrong_theory_of_the_questions_is_rejected_where_the_theory_holds(
 def test_runs_are_stored_as_they_finish_and_reused(tmp_path, monkeypatch):
     runs = training_checks.trained_runs(Context(quick=True, out=tmp_path))
     assert len(runs) == 2 * len(SMALL_DESIGN["sigma2"]) * SMALL_DESIGN["seeds"]
-    assert {r["steps"] for r in runs} == {SMALL_DESIGN["steps"]} and all(len(r["risks"]["npmle"]) == 32 for r in runs)
+    assert {r["steps"] for r in runs} == {SMALL_DESIGN["steps"]} and all(len(r["risks"]["npmle"]) == training_checks.EVAL_CONTEXTS for r in runs)
 
     def no_training(*args):
         raise AssertionError("a stored run was trained again")
