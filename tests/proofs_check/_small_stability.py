@@ -23,4 +23,4 @@ def shrink_stability(monkeypatch):
     monkeypatch.setattr(meanfield_checks, "HORIZON_CASES", SMALL_HORIZON_CASES)
     monkeypatch.setattr(meanfield_checks, "horizon_design", lambda quick: {"n": 32768, "seeds": 3})
     monkeypatch.setattr(blurring_checks, "blurring_design",
-                        lambda quick: {"n": 65536, "seeds": 4, "risk_n": 2048, "risk_seeds": 2})
+                        lambda quick: {"n": 65536, "seeds": 8, "risk_n": 2048, "risk_seeds": 2})

@@ -15,7 +15,7 @@ def measured():
 @pytest.mark.slow  # 13 s; the check's pass (and a breakage) also run by default, through verify G2 (test_verify)
 def test_particles_follow_the_cubic_map_and_every_wrong_theory_is_rejected(measured, tmp_path, monkeypatch):
     monkeypatch.setattr(blurring_checks, "blurring_design",
-                        lambda quick: {"n": 65536, "seeds": 4, "risk_n": 2048, "risk_seeds": 2})
+                        lambda quick: {"n": 65536, "seeds": 8, "risk_n": 2048, "risk_seeds": 2})
     ctx, chk = measured
     evidence = chk.func(ctx)
     assert evidence.passed, evidence.summary
