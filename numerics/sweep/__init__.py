@@ -90,10 +90,10 @@ from typing import Any
 
 import numpy as np
 
-from . import estimators as _estimators
-from . import experiments as _experiments
-from . import flow as _flow
-from . import priors as _priors
+from .. import estimators as _estimators
+from .. import experiments as _experiments
+from .. import flow as _flow
+from .. import priors as _priors
 
 __all__ = [
     "COLUMNS",
@@ -1293,7 +1293,7 @@ def sweep_file(
             if executor is not None or workers != 1:
                 raise ValueError(f"scheduler == {scheduler!r} excludes executor and workers == {workers!r}; "
                                  "the cluster's workers run the tasks")
-            from .distributed import dask_executor
+            from ..distributed import dask_executor
 
             executor = stack.enter_context(dask_executor(scheduler))
         result_store = stack.enter_context(ResultStore(store))
