@@ -1,0 +1,76 @@
+"""Local worker processes of a sweep: a spawned process pool, one BLAS thread per worker.
+
+The workers ignore Ctrl-C (the parent stops the pool) and exit when their parent dies, so an
+interrupted or killed sweep leaves no worker behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import signal
+import threading
+import time
+from concurrent.futures import ProcessPoolExecutor
+
+#: Environment variables that set the thread count of BLAS / OpenMP in worker processes.
+_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
+
+
+@contextlib.contextmanager
+def _single_threaded_children():
+    """Start child processes with one BLAS/OpenMP thread each (unless the user set the variables).
+
+    Spawned workers read these variables when they import numpy. One thread per worker is also
+    the fast choice for one worker: the kernel sums multiply ``(rows, d) x (d, N)`` matrices with
+    a small ``d``, for which OpenBLAS threads cost more than they bring (see :func:`run_sweep`).
+    """
+    saved = {var: os.environ.get(var) for var in _THREAD_VARS}
+    for var in _THREAD_VARS:
+        os.environ.setdefault(var, "1")
+    try:
+        yield
+    finally:
+        for var, value in saved.items():
+            if value is None:
+                os.environ.pop(var, None)
+            else:
+                os.environ[var] = value
+
+
+def _watch_parent(parent_pid: int) -> None:
+    while True:
+        time.sleep(0.5)
+        if os.getppid() != parent_pid:
+            os._exit(1)
+
+
+def _init_worker(parent_pid: int) -> None:
+    """Worker start-up: leave Ctrl-C to the parent (which stops the pool) and exit if it dies."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True, name="attneb-parent-watch").start()
+
+
+def _process_pool(workers: int) -> ProcessPoolExecutor:
+    # "spawn": fresh interpreters that import numpy with the thread variables set, and no fork
+    # of a parent that already runs threads (tqdm's monitor, BLAS).
+    return ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_init_worker,
+        initargs=(os.getpid(),),
+    )
+
+
+def _stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Cancel what has not started and end the workers now (their runs in flight are lost)."""
+    # ProcessPoolExecutor has no public way to end running workers before Python 3.14.
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in processes:
+        with contextlib.suppress(Exception):
+            proc.terminate()
+    for proc in processes:
+        with contextlib.suppress(Exception):
+            proc.join(timeout=5)
