@@ -64,8 +64,8 @@ def test_lagrange_constants_and_weights(p):
         np.testing.assert_allclose(weights.T @ nodes.astype(float) ** degree, t**degree, atol=1e-12)
 
 
-@pytest.mark.parametrize("n", [0, 1, 4, 5, 6, 7])
-@pytest.mark.parametrize("tau", [0.0, 0.1, 0.5])
+@pytest.mark.parametrize("n", [0, 1, 4, 5, 6, 7, 8, 9])
+@pytest.mark.parametrize("tau", [0.0, 0.1, 0.5, 1.0])
 def test_majorant_bounds_the_shifted_hermite_functions(n, tau):
     s = np.linspace(0.0, 30.0, 3001)[:, None]
     t = np.linspace(-tau, tau, 21)[None, :]
@@ -76,13 +76,14 @@ def test_majorant_bounds_the_shifted_hermite_functions(n, tau):
     assert bound < 1.05 * value  # and is tight
 
 
-@pytest.mark.parametrize("d", [1, 2])
+@pytest.mark.parametrize("d", [1, 2, 3])
 @pytest.mark.parametrize("h2", [0.01, 1.0])
 def test_one_key_grid_kernel_within_its_bound(d, h2):
     """The per-key inequality |K^(q, x) - K(q - x)| <= eps0 K_alpha(q - x) behind every bound."""
     rng = np.random.default_rng(0)
     key = rng.uniform(-1, 1, (1, d))
-    queries = key + np.sqrt(h2) * rng.uniform(-6, 6, (400, d))
+    reach = 6 if d < 3 else 4  # in 3-D a cube of side 12 sqrt(h2) would exceed MAX_GRID_CELLS
+    queries = key + np.sqrt(h2) * rng.uniform(-reach, reach, (400, d))
     plan = binned._plan(d, h2, 1e-4, 4 * np.sqrt(h2), "mean")
     sums = binned._grid_sums(queries, key, plan, want_dev=True)
     v2 = ((queries - key) ** 2).sum(axis=1)
@@ -105,6 +106,8 @@ CASES = [
     (2, 0.05, 1e-6),
     (2, 0.5, 1e-9),
     (2, 20.0, 1e-10),
+    (3, 2.0, 1e-6),
+    pytest.param(3, 20.0, 1e-10, marks=pytest.mark.slow),
 ]
 
 
@@ -128,7 +131,9 @@ def test_raw_grid_error_within_the_reported_bound(d, h2, tol):
     assert np.all(error <= bound)
 
 
-@pytest.mark.parametrize("d,h2,tol", [(1, 0.01, 1e-9), (1, 3.0, 1e-12), (2, 0.3, 1e-7), (2, 10.0, 1e-10)])
+@pytest.mark.parametrize(
+    "d,h2,tol", [(1, 0.01, 1e-9), (1, 3.0, 1e-12), (2, 0.3, 1e-7), (2, 10.0, 1e-10), (3, 4.0, 1e-8)]
+)
 def test_log_kde_and_logsumexp_within_tolerance(d, h2, tol):
     keys = mixture_batch(1500, d, seed=5)
     queries = queries_for(keys, seed=6)
@@ -139,7 +144,7 @@ def test_log_kde_and_logsumexp_within_tolerance(d, h2, tol):
     assert np.abs(lse - kernels.kernel_logsumexp(queries, keys, h2)).max() <= tol
 
 
-@pytest.mark.parametrize("d,h2", [(1, 0.02), (2, 0.4)])
+@pytest.mark.parametrize("d,h2", [(1, 0.02), (2, 0.4), pytest.param(3, 3.0, marks=pytest.mark.slow)])
 def test_kde_score_within_tolerance(d, h2):
     keys = mixture_batch(1500, d, seed=7)
     queries = queries_for(keys, seed=8)
@@ -150,11 +155,14 @@ def test_kde_score_within_tolerance(d, h2):
 
 
 @settings(max_examples=25)
-@given(point_clouds(min_n=1, max_n=40, min_d=1, max_d=2), st.data())
+@given(point_clouds(min_n=1, max_n=40, min_d=1, max_d=3), st.data())
 def test_kernel_mean_property(keys, data):
-    """Any bounded cloud, bandwidth and tolerance: within tol of exact, and translation equivariant."""
+    """Any bounded cloud, bandwidth and tolerance: within tol of exact, and translation equivariant.
+
+    In 3-D the bandwidth starts at 4 (coordinates in [-5, 5]): the grid stays small.
+    """
     d = keys.shape[1]
-    h2 = data.draw(log_uniform(0.05, 20.0))
+    h2 = data.draw(log_uniform(0.05 if d < 3 else 4.0, 20.0))
     tol = data.draw(st.sampled_from([1e-4, 1e-7]))
     queries = data.draw(point_clouds(min_n=1, max_n=10, d=d))
     res, _ = check_mean(queries, keys, h2, tol)
@@ -221,7 +229,7 @@ def test_an_unsound_error_bound_is_detected(monkeypatch, fresh_plans):
 @pytest.mark.parametrize(
     "kwargs,match",
     [
-        ({"keys": np.zeros((5, 3)), "queries": np.zeros((2, 3))}, "supports d <= 2"),
+        ({"keys": np.zeros((5, 4)), "queries": np.zeros((2, 4))}, "supports d <= 3"),
         ({"tol": 0.0}, "tol == 0.0"),
         ({"tol": 1.0}, "tol == 1.0"),
         ({"tol": np.nan}, "tol == nan"),
@@ -246,8 +254,8 @@ def test_bad_plan_and_backend_options():
         flow.velocity(np.zeros((3, 1)), 0.1, backend="gpu")
     with pytest.raises(ValueError, match="tol == 2.0"):
         flow.particle_flow(np.zeros((3, 1)), 0.1, 1.0, backend="binned", tol=2.0)
-    with pytest.raises(ValueError, match="supports d <= 2"):
-        flow.particle_flow(np.zeros((3, 3)), 0.1, 1.0, backend="binned")
+    with pytest.raises(ValueError, match="supports d <= 3"):
+        flow.particle_flow(np.zeros((3, 4)), 0.1, 1.0, backend="binned")
 
 
 def test_auto_backend_rule():
@@ -281,11 +289,10 @@ def test_exact_backend_is_the_previous_flow_bit_for_bit():
     np.testing.assert_array_equal(flow.particle_flow(x, 0.2, 1.0, eta=0.25, backend="auto"), tokens)
 
 
-@pytest.mark.parametrize("d", [1, 2])
-def test_binned_flow_is_the_layer_map_of_binned_sums(d):
+@pytest.mark.parametrize("d,h2,tol", [(1, 0.1, 1e-8), (2, 0.1, 1e-8), (3, 4.0, 1e-6)])
+def test_binned_flow_is_the_layer_map_of_binned_sums(d, h2, tol):
     """Every layer uses the grid of depth 0 (same tolerance and scale) on tokens sorted by cell."""
     x = mixture_batch(1000, d, seed=16)
-    h2, tol = 0.1, 1e-8
     scale = binned.plan_grid(x, h2, tol=tol).scale
     tokens = x
     for _ in range(10):
@@ -336,7 +343,7 @@ def test_estimator_backend_options_are_checked_at_fit(est):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("d,h2,tol", [(1, 0.05, 1e-9), (2, 0.05, 1e-6)])
+@pytest.mark.parametrize("d,h2,tol", [(1, 0.05, 1e-9), (2, 0.05, 1e-6), (3, 1.0, 1e-6)])
 def test_large_self_attention_on_a_subsample(d, h2, tol):
     keys = mixture_batch(1_000_000, d, seed=19)
     res = binned.kernel_mean(keys, keys, h2, tol=tol, full_output=True)
