@@ -109,10 +109,11 @@ from numpy.polynomial import hermite_e, polynomial
 from scipy.ndimage import maximum_filter1d
 from scipy.optimize import brentq
 
-from . import kernels
+from . import gpu, kernels
 from .validation import check_array, check_interval, check_option, check_positive, check_same_dim
 
 __all__ = [
+    "AUTO_GPU_MIN_PAIRS",
     "AUTO_MIN_PAIRS",
     "AUTO_PAIRS_PER_CELL",
     "BACKENDS",
@@ -128,8 +129,12 @@ __all__ = [
     "spatial_order",
 ]
 
-#: Kernel-sum paths: the exact blocked sums, the binned grid, or the faster of the two.
-BACKENDS = ("exact", "binned", "auto")
+#: Kernel-sum paths: the exact blocked sums on the CPU, the binned grid, the exact sums on a GPU
+#: (:mod:`numerics.gpu`), or the fastest that applies.
+BACKENDS = ("exact", "binned", "gpu", "auto")
+#: ``"auto"`` takes the GPU, where one is present (:func:`numerics.gpu.available`) and the grid does
+#: not apply, from queries x keys >= this (below it, copying to the GPU costs more than the sums).
+AUTO_GPU_MIN_PAIRS = 2**20
 #: ``"auto"`` takes the binned path when ``d <= 2``, the grid fits and queries x keys >= this
 #: (4096 tokens attending to each other).
 AUTO_MIN_PAIRS = 4096**2
@@ -863,22 +868,37 @@ def spatial_order(points, spacing) -> np.ndarray:
 
 
 def resolve_backend(backend, n_queries, keys, h2, *, tol=1e-9, scale=None, target="mean") -> str:
-    """``"exact"`` or ``"binned"``: ``backend`` itself, or for ``"auto"`` whether the binned path applies.
+    """``"exact"``, ``"binned"`` or ``"gpu"``: ``backend`` itself, or the path ``"auto"`` picks.
 
     ``"auto"`` picks ``"binned"`` when ``d <= 2``, the grid for ``tol`` fits in
     :data:`MAX_GRID_CELLS` and the pairs ``n_queries * N`` number at least :data:`AUTO_MIN_PAIRS`
     and :data:`AUTO_PAIRS_PER_CELL` times the grid's FFT cells (where the grid is the cheaper);
+    else ``"gpu"`` where a GPU is present and the pairs number at least :data:`AUTO_GPU_MIN_PAIRS`;
     else ``"exact"``. ``keys`` is a validated ``(N, d)`` array.
+
+    Raises
+    ------
+    RuntimeError
+        For ``backend="gpu"`` where the GPU path cannot run (:func:`numerics.gpu.available`).
     """
     backend = check_option(backend, "backend", BACKENDS)
+    if backend == "gpu":
+        gpu.require()
     if backend != "auto":
         return backend
     pairs = n_queries * keys.shape[0]
+    if _grid_applies(pairs, keys, h2, tol, scale, target):
+        return "binned"
+    return "gpu" if pairs >= AUTO_GPU_MIN_PAIRS and gpu.available() else "exact"
+
+
+def _grid_applies(pairs, keys, h2, tol, scale, target) -> bool:
+    """Whether the binned path applies to ``pairs`` kernel terms over ``keys`` and is the cheaper."""
     if keys.shape[1] > 2 or pairs < AUTO_MIN_PAIRS:
-        return "exact"
+        return False
     scale = _default_scale(keys, h2) if scale is None else scale
     try:
         layout = _layout(keys, keys, _plan(keys.shape[1], h2, tol, scale, target))
     except ValueError:
-        return "exact"
-    return "binned" if pairs >= AUTO_PAIRS_PER_CELL * np.prod(layout.fft_shape) else "exact"
+        return False
+    return pairs >= AUTO_PAIRS_PER_CELL * np.prod(layout.fft_shape)

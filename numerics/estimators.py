@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import binned, flow, kernels
+from . import binned, flow, gpu, kernels
 from .base import Denoiser
 from .npmle import NPMLE
 from .validation import (
@@ -64,10 +64,10 @@ class TwoStageDenoiser(Denoiser):
         Nominal residual step in (0, 1] (``method="euler"``).
     method : {"euler", "ode"}
         Stage-1 solver: the transformer's layers or the continuous-depth ODE.
-    backend : {"exact", "binned", "auto"}
+    backend : {"auto", "exact", "binned", "gpu"}
         Kernel sums of both stages: exact (:mod:`numerics.kernels`), on a grid
-        (:mod:`numerics.binned`, ``d <= 2``) or the faster of the two (see
-        :func:`numerics.flow.particle_flow`).
+        (:mod:`numerics.binned`), exact on a GPU (:mod:`numerics.gpu`) or, by default, the fastest
+        that applies (see :func:`numerics.flow.particle_flow`).
     tol : float
         Tolerance of the binned path in (0, 1), relative to the largest coordinate range of the
         batch (Stage 1) or of the refined tokens (Stage 2).
@@ -82,7 +82,7 @@ class TwoStageDenoiser(Denoiser):
         The refined tokens :math:`x_j(T)`.
     """
 
-    def __init__(self, sigma2, h2, T=None, eta=0.05, method="euler", backend="exact", tol=1e-9):
+    def __init__(self, sigma2, h2, T=None, eta=0.05, method="euler", backend="auto", tol=1e-9):
         self.sigma2 = sigma2
         self.h2 = h2
         self.T = T
@@ -107,13 +107,19 @@ class TwoStageDenoiser(Denoiser):
 
 
 def _check_backend(backend, tol):
-    return check_option(backend, "backend", binned.BACKENDS), check_interval(tol, "tol", 0.0, 1.0, closed="neither")
+    backend = check_option(backend, "backend", binned.BACKENDS)
+    if backend == "gpu":
+        gpu.require()
+    return backend, check_interval(tol, "tol", 0.0, 1.0, closed="neither")
 
 
 def _kernel_mean(queries, keys, h2, backend, tol):
     """Kernel mean over ``keys`` on the path ``backend`` selects (validated at ``fit``)."""
-    if binned.resolve_backend(backend, len(queries), keys, h2, tol=tol) == "exact":
+    path = binned.resolve_backend(backend, len(queries), keys, h2, tol=tol)
+    if path == "exact":
         return kernels.kernel_mean(queries, keys, h2)
+    if path == "gpu":
+        return gpu.kernel_mean(queries, keys, h2)
     return binned.kernel_mean(queries, keys, h2, tol=tol)
 
 
@@ -127,13 +133,13 @@ class StageTwoOnly(Denoiser):
     ----------
     sigma2 : float
         Noise variance, > 0.
-    backend : {"exact", "binned", "auto"}
+    backend : {"auto", "exact", "binned", "gpu"}
         Kernel path (see :class:`TwoStageDenoiser`).
     tol : float
         Tolerance of the binned path in (0, 1), relative to the largest coordinate range of the batch.
     """
 
-    def __init__(self, sigma2, backend="exact", tol=1e-9):
+    def __init__(self, sigma2, backend="auto", tol=1e-9):
         self.sigma2 = sigma2
         self.backend = backend
         self.tol = tol
@@ -162,14 +168,14 @@ class TweedieKDE(Denoiser):
         Noise variance, > 0.
     h2 : float
         KDE bandwidth, > 0.
-    backend : {"exact", "binned", "auto"}
+    backend : {"auto", "exact", "binned", "gpu"}
         Kernel path (see :class:`TwoStageDenoiser`).
     tol : float
         Tolerance of the binned path in (0, 1): the step :math:`a(\tilde x) - \tilde x` is within
         ``tol`` times the largest coordinate range of the batch.
     """
 
-    def __init__(self, sigma2, h2, backend="exact", tol=1e-9):
+    def __init__(self, sigma2, h2, backend="auto", tol=1e-9):
         self.sigma2 = sigma2
         self.h2 = h2
         self.backend = backend
@@ -182,8 +188,11 @@ class TweedieKDE(Denoiser):
         self.context_ = noisy
 
     def _denoise(self, queries):
-        if binned.resolve_backend(self.backend, len(queries), self.context_, self.h2, tol=self.tol) == "exact":
+        path = binned.resolve_backend(self.backend, len(queries), self.context_, self.h2, tol=self.tol)
+        if path == "exact":
             return queries + self.sigma2 * kernels.kde_score(queries, self.context_, self.h2)
+        if path == "gpu":
+            return queries + self.sigma2 / self.h2 * (gpu.kernel_mean(queries, self.context_, self.h2) - queries)
         return queries + self.sigma2 * binned.kde_score(queries, self.context_, self.h2, tol=self.tol)
 
 

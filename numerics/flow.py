@@ -15,11 +15,13 @@ Solvers (:data:`SOLVERS`, each with its declared order):
 * ``"ode"`` -- the continuous-depth limit through :func:`scipy.integrate.solve_ivp`
   (DOP853, order 8), the reference the layers converge to.
 
-Kernel sums (``backend``): ``"exact"`` (:mod:`numerics.kernels`, the default), ``"binned"``
-(:mod:`numerics.binned`: grid and FFT, ``d <= 2``, every velocity coordinate within
-``tol * scale`` of the exact one, ``scale`` the largest coordinate range of the tokens at depth
-0) or ``"auto"`` (binned where ``d <= 2``, the grid fits and it is the cheaper path, see
-:func:`numerics.binned.resolve_backend`; else exact).
+Kernel sums (``backend``): ``"exact"`` (:mod:`numerics.kernels`), ``"binned"``
+(:mod:`numerics.binned`: grid and FFT, every velocity coordinate within ``tol * scale`` of the
+exact one, ``scale`` the largest coordinate range of the tokens at depth 0), ``"gpu"`` (the exact
+sums on a GPU, :mod:`numerics.gpu`, float64) or ``"auto"``, the default: binned where the grid's
+bound holds and it is the cheaper path, else the GPU where one is present and the sums are large
+enough, else exact (:func:`numerics.binned.resolve_backend`). The path is chosen once, from the
+tokens at depth 0. A flow of many layers over many tokens shows a progress bar on a terminal.
 """
 
 from __future__ import annotations
@@ -29,8 +31,9 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.integrate import solve_ivp
+from tqdm.auto import tqdm
 
-from . import binned, kernels
+from . import binned, gpu, kernels
 from .validation import (
     check_array,
     check_interval,
@@ -81,7 +84,7 @@ class FlowResult:
     energy: np.ndarray
 
 
-def velocity(tokens, h2, *, budget_bytes=kernels.DEFAULT_BUDGET_BYTES, backend="exact", tol=1e-9) -> np.ndarray:
+def velocity(tokens, h2, *, budget_bytes=kernels.DEFAULT_BUDGET_BYTES, backend="auto", tol=1e-9) -> np.ndarray:
     r"""Depth-ODE vector field :math:`a(x_i) - x_i` of every token, attending over all tokens.
 
     Parameters
@@ -92,7 +95,7 @@ def velocity(tokens, h2, *, budget_bytes=kernels.DEFAULT_BUDGET_BYTES, backend="
         Kernel bandwidth, > 0.
     budget_bytes : int
         Memory budget of the exact kernel sums.
-    backend : {"exact", "binned", "auto"}
+    backend : {"auto", "exact", "binned", "gpu"}
         Kernel path (module docstring); the binned field is within ``tol`` times the largest
         coordinate range of ``tokens`` of the exact one, in every coordinate.
     tol : float
@@ -101,22 +104,27 @@ def velocity(tokens, h2, *, budget_bytes=kernels.DEFAULT_BUDGET_BYTES, backend="
     tokens = check_array(tokens, "tokens")
     h2 = check_positive(h2, "h2")
     tol = check_interval(tol, "tol", 0.0, 1.0, closed="neither")
-    grid = _grid_options(binned.resolve_backend(backend, len(tokens), tokens, h2, tol=tol), tokens, h2, tol)
-    return _velocity(tokens, h2, budget_bytes, grid)
+    return _velocity(tokens, h2, budget_bytes, _plan(backend, tokens, h2, tol))
 
 
-def _grid_options(backend, x0, h2, tol):
-    """``None`` for the exact path; for the binned one its plan, whose scale is fixed by ``x0``."""
-    return None if backend == "exact" else binned.plan_grid(x0, h2, tol=tol)
+def _plan(backend, x0, h2, tol):
+    """The kernel path ``backend`` resolves to for ``x0``: ``None`` (exact), ``"gpu"``, or the binned
+    grid's plan, whose scale is fixed by ``x0``."""
+    path = binned.resolve_backend(backend, len(x0), x0, h2, tol=tol)
+    if path == "binned":
+        return binned.plan_grid(x0, h2, tol=tol)
+    return "gpu" if path == "gpu" else None
 
 
-def _velocity(tokens, h2, budget_bytes, grid):
-    if grid is None:
+def _velocity(tokens, h2, budget_bytes, plan):
+    if plan is None:
         return kernels.kernel_mean(tokens, tokens, h2, budget_bytes=budget_bytes) - tokens
-    return binned.kernel_mean(tokens, tokens, h2, tol=grid.tol, scale=grid.scale) - tokens
+    if plan == "gpu":
+        return gpu.kernel_mean(tokens, tokens, h2) - tokens
+    return binned.kernel_mean(tokens, tokens, h2, tol=plan.tol, scale=plan.scale) - tokens
 
 
-def energy(points, tokens, h2, *, budget_bytes=kernels.DEFAULT_BUDGET_BYTES, backend="exact", tol=1e-9) -> np.ndarray:
+def energy(points, tokens, h2, *, budget_bytes=kernels.DEFAULT_BUDGET_BYTES, backend="auto", tol=1e-9) -> np.ndarray:
     r"""Context-induced energy :math:`E(x) = -h_2 \log \sum_j e^{-\lVert x - x_j\rVert^2/(2h_2)}`.
 
     Parameters
@@ -129,7 +137,7 @@ def energy(points, tokens, h2, *, budget_bytes=kernels.DEFAULT_BUDGET_BYTES, bac
         Kernel bandwidth, > 0.
     budget_bytes : int
         Memory budget of the exact kernel sums.
-    backend : {"exact", "binned", "auto"}
+    backend : {"auto", "exact", "binned", "gpu"}
         Kernel path (module docstring); the binned energy is within ``h2 * tol`` of the exact one.
     tol : float
         Tolerance of the binned path, in (0, 1).
@@ -137,8 +145,11 @@ def energy(points, tokens, h2, *, budget_bytes=kernels.DEFAULT_BUDGET_BYTES, bac
     tokens = check_array(tokens, "tokens")
     h2 = check_positive(h2, "h2")
     tol = check_interval(tol, "tol", 0.0, 1.0, closed="neither")
-    if binned.resolve_backend(backend, len(np.asarray(points)), tokens, h2, tol=tol, target="log") == "exact":
+    path = binned.resolve_backend(backend, len(np.asarray(points)), tokens, h2, tol=tol, target="log")
+    if path == "exact":
         return -h2 * kernels.kernel_logsumexp(points, tokens, h2, budget_bytes=budget_bytes)
+    if path == "gpu":
+        return -h2 * gpu.kernel_logsumexp(points, tokens, h2)
     return -h2 * binned.kernel_logsumexp(points, tokens, h2, tol=tol)
 
 
@@ -165,26 +176,32 @@ def _record_depths(record, T):
     return depths
 
 
-def _euler(x0, h2, T, eta, depths, budget_bytes, grid=None):
+#: Kernel terms (layers x N^2) above which a flow shows its progress on a terminal (about a minute
+#: of the exact path on 2 cores).
+PROGRESS_MIN_TERMS = 10**11
+
+
+def _euler(x0, h2, T, eta, depths, budget_bytes, plan=None):
     layers = n_layers(T, eta)
     step = T / layers
     wanted = [] if depths is None else list(np.rint(depths / step).astype(int))
     saved = []
     tokens = x0
-    for layer in range(layers + 1):
+    quiet = True if layers * len(x0) ** 2 < PROGRESS_MIN_TERMS else None  # None: shown on a terminal only
+    for layer in tqdm(range(layers + 1), desc="Stage 1", unit="layer", disable=quiet, leave=False):
         while wanted and wanted[0] == layer:
             saved.append((layer * step, tokens))
             wanted.pop(0)
         if layer < layers:
-            tokens = tokens + step * _velocity(tokens, h2, budget_bytes, grid)
+            tokens = tokens + step * _velocity(tokens, h2, budget_bytes, plan)
     return tokens, saved
 
 
-def _ode(x0, h2, T, depths, rtol, atol, budget_bytes, grid=None):
+def _ode(x0, h2, T, depths, rtol, atol, budget_bytes, plan=None):
     shape = x0.shape
 
     def field(_t, y):
-        return _velocity(y.reshape(shape), h2, budget_bytes, grid).ravel()
+        return _velocity(y.reshape(shape), h2, budget_bytes, plan).ravel()
 
     t_eval = np.array([T]) if depths is None else np.unique(np.append(depths, T))
     sol = solve_ivp(field, (0.0, T), x0.ravel(), method="DOP853", t_eval=t_eval, rtol=rtol, atol=atol)
@@ -206,7 +223,7 @@ def particle_flow(
     rtol=1e-8,
     atol=1e-10,
     budget_bytes=kernels.DEFAULT_BUDGET_BYTES,
-    backend="exact",
+    backend="auto",
     tol=1e-9,
 ):
     r"""Run Stage 1: move the tokens ``x0`` for depth ``T`` under :math:`\dot x_i = a_t(x_i) - x_i`.
@@ -229,7 +246,7 @@ def particle_flow(
         Tolerances of ``solve_ivp`` (``"ode"`` only).
     budget_bytes : int
         Memory budget of each exact kernel sum.
-    backend : {"exact", "binned", "auto"}
+    backend : {"auto", "exact", "binned", "gpu"}
         Kernel path of every layer (module docstring); chosen once, from ``x0``.
     tol : float
         Tolerance of the binned path in (0, 1): every velocity coordinate of every layer (or
@@ -252,13 +269,13 @@ def particle_flow(
     budget_bytes = check_positive_int(budget_bytes, "budget_bytes")
     depths = None if record is None else _record_depths(record, T)
     tol = check_interval(tol, "tol", 0.0, 1.0, closed="neither")
-    grid = _grid_options(binned.resolve_backend(backend, len(x0), x0, h2, tol=tol), x0, h2, tol)
+    plan = _plan(backend, x0, h2, tol)
 
     # the private solvers keep their positional signature (tests substitute them); the binned
     # path runs on tokens sorted once by grid cell, so that every layer's grid accesses stay local
-    extra, order = {}, None
-    if grid is not None:
-        extra, order = {"grid": grid}, binned.spatial_order(x0, grid.spacing)
+    extra, order = ({} if plan is None else {"plan": plan}), None
+    if isinstance(plan, binned.GridPlan):
+        order = binned.spatial_order(x0, plan.spacing)
         x0 = x0[order]
     if T == 0:
         tokens, saved = x0, [(0.0, x0)] * (0 if depths is None else len(depths))

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from . import binned, flow, kernels, stats
+from . import binned, flow, gpu, kernels, stats
 from .validation import check_array, check_interval, check_positive, check_positive_int
 
 __all__ = ["ContinuousHorizon", "TokenTrajectory", "VarianceHorizon", "mode_growth_rate",
@@ -104,7 +104,7 @@ def _target_below(tokens, target) -> float:
     return target
 
 
-def variance_horizon(x0, h2, target, *, eta=0.01, max_layers=100_000, backend="exact", tol=1e-9) -> VarianceHorizon:
+def variance_horizon(x0, h2, target, *, eta=0.01, max_layers=100_000, backend="auto", tol=1e-9) -> VarianceHorizon:
     r"""Run Euler layers of step ``eta`` until the token variance falls to ``target``.
 
     Each layer is :math:`x_i \leftarrow x_i + \eta\,(a(x_i) - x_i)` over all tokens (the layers of
@@ -405,7 +405,7 @@ class TokenTrajectory:
 
 
 def token_trajectory(
-    x0, h2, layers, *, eta=0.05, every=5, k=(), keep=(), backend="exact", tol=1e-9, stop=None
+    x0, h2, layers, *, eta=0.05, every=5, k=(), keep=(), backend="auto", tol=1e-9, stop=None
 ) -> TokenTrajectory:
     r"""Run ``layers`` Euler layers of step ``eta`` and sample the tokens every ``every`` layers.
 
@@ -486,8 +486,8 @@ class _LayerField:
         self.h2 = h2
         extent = max(float(np.ptp(x0, axis=0).max()), float(np.sqrt(h2)))
         scale = float(2.0 ** np.ceil(np.log2(extent)))
-        path = binned.resolve_backend(backend, len(x0), x0, h2, tol=tol, scale=scale)
-        self.grid = None if path == "exact" else binned.plan_grid(x0, h2, tol=tol, scale=scale)
+        self.path = binned.resolve_backend(backend, len(x0), x0, h2, tol=tol, scale=scale)
+        self.grid = binned.plan_grid(x0, h2, tol=tol, scale=scale) if self.path == "binned" else None
         self.order = None if self.grid is None else binned.spatial_order(x0, self.grid.spacing)
 
     def arrange(self, tokens):
@@ -501,6 +501,8 @@ class _LayerField:
         return out
 
     def __call__(self, tokens):
-        if self.grid is None:
+        if self.path == "exact":
             return kernels.kernel_mean(tokens, tokens, self.h2) - tokens
+        if self.path == "gpu":
+            return gpu.kernel_mean(tokens, tokens, self.h2) - tokens
         return binned.kernel_mean(tokens, tokens, self.h2, tol=self.grid.tol, scale=self.grid.scale) - tokens

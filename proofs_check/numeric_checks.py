@@ -308,7 +308,7 @@ def _order_two(real):
 
 
 def _frozen_keys(real):
-    def frozen(x0, h2, T, eta, depths, budget_bytes, grid=None):
+    def frozen(x0, h2, T, eta, depths, budget_bytes, plan=None):
         layers = flow.n_layers(T, eta)
         tokens = x0
         for _ in range(layers):
@@ -318,7 +318,7 @@ def _frozen_keys(real):
 
 
 def _midpoint_layers(real):
-    def midpoint(x0, h2, T, eta, depths, budget_bytes, grid=None):
+    def midpoint(x0, h2, T, eta, depths, budget_bytes, plan=None):
         layers = flow.n_layers(T, eta)
         step, tokens = T / layers, x0
         for _ in range(layers):
@@ -329,7 +329,7 @@ def _midpoint_layers(real):
 
 
 def _one_layer_short(real):
-    def short(x0, h2, T, eta, depths, budget_bytes, grid=None):
+    def short(x0, h2, T, eta, depths, budget_bytes, plan=None):
         layers = flow.n_layers(T, eta)
         return real(x0, h2, T * (layers - 1) / layers, eta * (layers - 1) / layers, depths, budget_bytes)
     return short

@@ -250,8 +250,8 @@ def test_bad_inputs_name_the_argument(kwargs, match):
 def test_bad_plan_and_backend_options():
     with pytest.raises(ValueError, match="target == 'mode'"):
         binned.plan_grid(np.zeros((3, 1)), 0.1, target="mode")
-    with pytest.raises(ValueError, match="backend == 'gpu'"):
-        flow.velocity(np.zeros((3, 1)), 0.1, backend="gpu")
+    with pytest.raises(ValueError, match="backend == 'tpu'"):
+        flow.velocity(np.zeros((3, 1)), 0.1, backend="tpu")
     with pytest.raises(ValueError, match="tol == 2.0"):
         flow.particle_flow(np.zeros((3, 1)), 0.1, 1.0, backend="binned", tol=2.0)
     with pytest.raises(ValueError, match="supports d <= 3"):

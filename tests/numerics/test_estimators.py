@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from numerics import estimators, experiments, flow, kernels, priors
+from numerics import estimators, experiments, flow, gpu, kernels, priors
 from numerics.validation import NotFittedError
 
 SIGMA2, H2 = 0.5, 0.1
@@ -48,7 +48,7 @@ def test_init_stores_arguments_only():
         (estimators.TwoStageDenoiser(SIGMA2, H2, T=-1.0), "T == -1.0"),
         (estimators.TwoStageDenoiser(SIGMA2, H2, eta=2.0), "eta == 2.0"),
         (estimators.TwoStageDenoiser(SIGMA2, H2, method="rk4"), "method == 'rk4'"),
-        (estimators.TwoStageDenoiser(SIGMA2, H2, backend="gpu"), "backend == 'gpu'"),
+        (estimators.TwoStageDenoiser(SIGMA2, H2, backend="tpu"), "backend == 'tpu'"),
         (estimators.StageTwoOnly(SIGMA2, tol=0.0), "tol == 0.0"),
         (estimators.StageTwoOnly(-0.5), "sigma2"),
         (estimators.TweedieKDE(SIGMA2, 0.0), "h2"),
@@ -58,6 +58,15 @@ def test_init_stores_arguments_only():
 )
 def test_bad_parameters_raise_at_fit(est, match):
     with pytest.raises(ValueError, match=match):
+        est.fit(batch())
+
+
+@pytest.mark.skipif(gpu.available(), reason="the GPU path runs here")
+@pytest.mark.parametrize("est", [estimators.TwoStageDenoiser(SIGMA2, H2, backend="gpu"),
+                                 estimators.StageTwoOnly(SIGMA2, backend="gpu"),
+                                 estimators.TweedieKDE(SIGMA2, H2, backend="gpu")])
+def test_gpu_backend_without_a_gpu_says_what_is_missing(est):
+    with pytest.raises(RuntimeError, match="torch with a CUDA device and triton"):
         est.fit(batch())
 
 

@@ -154,7 +154,7 @@ def test_continuous_horizon_is_invariant_under_permutation_translation_and_scali
 @pytest.mark.parametrize(
     "kwargs,match",
     [({"target": 10.0}, "not below"), ({"h2": -1.0}, "h2"), ({"rtol": 0.0}, "rtol"), ({"atol": -1.0}, "atol"),
-     ({"max_depth": 0.0}, "max_depth"), ({"tol": 2.0}, "tol"), ({"backend": "gpu"}, "backend")],
+     ({"max_depth": 0.0}, "max_depth"), ({"tol": 2.0}, "tol"), ({"backend": "tpu"}, "backend")],
 )
 def test_continuous_horizon_bad_input(kwargs, match):
     params = {"x0": np.random.default_rng(1).normal(size=(50, 1)) * 2, "h2": 0.5, "target": 0.5} | kwargs

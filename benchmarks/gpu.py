@@ -1,0 +1,165 @@
+"""Time and accuracy of one exact Stage-1 layer on the GPU (numerics.gpu), against the numpy path.
+
+Usage: python benchmarks/gpu.py [--n 65536 262144 1000000] [--d 1 3 16] [--repeat 3] [--reach]
+                                [--reach-n 1000000] [--choose] [--max-seconds 20]
+
+For each N, d and precision: the median (min, max) wall time of ``repeat`` layers (the kernel mean
+of every token over all tokens, copies to and from the GPU included, after one warm-up call that
+compiles the kernel), pairs per second, and the largest difference from the numpy path on a
+subsample of 2048 queries, relative to the data scale (largest coordinate range). Tokens are
+standard normal draws, h2 = 0.05.
+
+``--reach``: E1's sphere S^2 in R^3 (sigma2 = 0.5, h2 = (4 sigma2/e)/log N, T = T*, eta = 0.05) and
+E3's Gaussian (tau2 = 1, sigma2 = 0.5, h2 = 0.05, T = T*) at N = ``--reach-n`` (10^6) on the GPU, one seed each:
+wall time, the gap of two-stage to Bayes on the context, and for E3 the token variance at T*
+against the exact mean-field value.
+
+``--choose``: first time the kernel configurations of :data:`VARIANTS` (block shapes, logits from
+coordinate differences or from one matrix product of augmented operands) and use the fastest whose
+error stays within :data:`ACCEPT` (to choose ``numerics.gpu._CONFIG``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+
+import numpy as np
+
+from numerics import estimators, gpu, kernels, priors
+from numerics.experiments import draw_batch
+
+H2 = 0.05
+SUBSAMPLE = 2048
+
+
+def _sync():
+    import torch
+
+    torch.cuda.synchronize()
+
+
+def _layer_times(x, precision, repeat):
+    gpu.kernel_mean(x, x, H2, precision=precision)
+    times = []
+    for _ in range(repeat):
+        _sync()
+        start = time.perf_counter()
+        gpu.kernel_mean(x, x, H2, precision=precision)
+        _sync()
+        times.append(time.perf_counter() - start)
+    return np.array(times)
+
+
+def _error(x, precision):
+    queries = x[np.random.default_rng(1).choice(len(x), size=min(SUBSAMPLE, len(x)), replace=False)]
+    reference = kernels.kernel_mean(queries, x, H2)
+    scale = float(np.ptp(x, axis=0).max())
+    return float(np.abs(gpu.kernel_mean(queries, x, H2, precision=precision) - reference).max() / scale)
+
+
+def table(ns, ds, repeat, max_seconds):
+    """The timing table; a layer whose time, extrapolated from the previous N as N^2, exceeds ``max_seconds`` is skipped."""
+    print(f"{'N':>8} {'d':>3} {'precision':>9} {'median s':>9} {'min':>7} {'max':>7} {'Gpairs/s':>9} {'err/scale':>10}")
+    last = {}
+    for n in ns:
+        for d in ds:
+            x = np.random.default_rng(0).normal(size=(n, d))
+            for precision in gpu.PRECISIONS:
+                if (d, precision) in last:
+                    guess = last[d, precision][1] * (n / last[d, precision][0]) ** 2
+                    if guess > max_seconds:
+                        print(f"{n:>8} {d:>3} {precision:>9}   skipped (about {guess:.0f} s a layer, from N = {last[d, precision][0]})")
+                        continue
+                t = _layer_times(x, precision, repeat)
+                med = float(np.median(t))
+                last[d, precision] = (n, med)
+                print(f"{n:>8} {d:>3} {precision:>9} {med:>9.3f} {t.min():>7.3f} {t.max():>7.3f} "
+                      f"{n * n / med / 1e9:>9.1f} {_error(x, precision):>10.2e}", flush=True)
+
+
+#: Kernel configurations tried by ``--choose`` (BLOCK_M, BLOCK_N, num_warps, logits by a product, products' precision).
+VARIANTS = {
+    "float64": [(64, 64, 4, False, "ieee"), (64, 64, 4, True, "ieee"), (128, 64, 8, True, "ieee"),
+                (64, 128, 4, True, "ieee"), (32, 64, 4, True, "ieee")],
+    "float32": [(128, 64, 8, False, "tf32x3"), (128, 64, 8, True, "tf32x3"), (128, 128, 8, True, "tf32x3"),
+                (64, 64, 4, True, "tf32x3"), (128, 64, 8, True, "ieee")],
+}
+#: Largest error/scale a variant may show against the numpy path to be chosen.
+ACCEPT = {"float64": 1e-10, "float32": gpu.FLOAT32_TOLERANCE}
+
+
+def choose(cases=((262144, 3), (65536, 16))):
+    """Time every variant on tokens of shapes ``cases`` and keep the fastest accurate one."""
+    data = {case: np.random.default_rng(0).normal(size=case) for case in cases}
+    for precision, variants in VARIANTS.items():
+        best = None
+        for variant in variants:
+            gpu._CONFIG[precision] = variant
+            try:
+                seconds = sum(float(_layer_times(data[case], precision, 1)[0]) for case in cases)
+                error = max(_error(data[case], precision) for case in cases)
+            except Exception as exc:  # noqa: BLE001 - a variant that does not compile is reported and passed over
+                print(f"variant {precision} {variant}: failed: {type(exc).__name__}: {str(exc)[:200]}", flush=True)
+                continue
+            print(f"variant {precision} {variant}: {seconds:.3f} s (d = 3 and 16), err/scale {error:.2e}", flush=True)
+            if error <= ACCEPT[precision] and (best is None or seconds < best[0]):
+                best = (seconds, variant)
+        gpu._CONFIG[precision] = best[1]
+        print(f"chosen {precision}: {best[1]}", flush=True)
+
+
+def reach(n):
+    sigma2 = 0.5
+    sphere = priors.UniformSphere(dim=3, radius=1.0)
+    h2 = (4 * sigma2 / math.e) / math.log(n)
+    clean, noisy = draw_batch(sphere, sigma2, n, 0)
+    start = time.perf_counter()
+    model = estimators.TwoStageDenoiser(sigma2, h2, eta=0.05, backend="gpu").fit(noisy)
+    denoised = model.denoise(noisy)
+    seconds = time.perf_counter() - start
+    gap = np.mean(np.sum((denoised - clean) ** 2, axis=1)) - np.mean(
+        np.sum((sphere.posterior_mean(noisy, sigma2) - clean) ** 2, axis=1))
+    print(f"E1 sphere S^2, N = {n}, h2 = {h2:.4f}, {model.n_layers_} layers: {seconds:.1f} s, "
+          f"gap to Bayes on the context {gap:.5f} (per token, summed over 3 coordinates)", flush=True)
+
+    gauss, tau2 = priors.Gaussian(np.zeros(1), 1.0), 1.0
+    clean, noisy = draw_batch(gauss, sigma2, n, 0)
+    start = time.perf_counter()
+    model = estimators.TwoStageDenoiser(sigma2, H2, eta=0.05, backend="gpu").fit(noisy)
+    denoised = model.denoise(noisy)
+    seconds = time.perf_counter() - start
+    gap = np.mean((denoised - clean) ** 2) - np.mean((gauss.posterior_mean(noisy, sigma2) - clean) ** 2)
+    step, mean_field = model.T_ / model.n_layers_, tau2 + sigma2
+    for _ in range(model.n_layers_):  # the exact layer map of N(0, s) tokens: x -> x (1 - step h2 / (s + h2))
+        mean_field *= (1.0 - step * H2 / (mean_field + H2)) ** 2
+    print(f"E3 Gaussian, N = {n}, h2 = {H2}, {model.n_layers_} layers: {seconds:.1f} s, gap to Bayes {gap:.5f}, "
+          f"token variance at T* {model.particles_.var():.5f} (mean field {mean_field:.5f}, tau2 = {tau2})", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, nargs="+", default=[65536, 262144, 10**6])
+    parser.add_argument("--d", type=int, nargs="+", default=[1, 3, 16])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--reach", action="store_true")
+    parser.add_argument("--reach-n", type=int, default=10**6, help="N of the --reach runs")
+    parser.add_argument("--choose", action="store_true", help="time the kernel variants first and use the fastest")
+    parser.add_argument("--max-seconds", type=float, default=20.0, help="skip layers predicted to take longer")
+    args = parser.parse_args()
+    if not gpu.available():
+        raise SystemExit("no GPU path here: " + "torch with a CUDA device and triton are needed")
+    import torch
+
+    print(f"GPU: {torch.cuda.get_device_name()}, torch {torch.__version__}; kernel threads {kernels.get_num_threads()}")
+    if args.choose:
+        choose()
+    print(f"configuration: {gpu._CONFIG}")
+    table(args.n, args.d, args.repeat, args.max_seconds)
+    if args.reach:
+        reach(args.reach_n)
+
+
+if __name__ == "__main__":
+    main()

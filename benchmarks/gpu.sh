@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The GPU checks in one prepared script: the GPU tests, then the timing and accuracy table of one
+# exact layer (N = 65536, 262144, 10^6; d = 1, 3, 16; float32 and float64) after choosing the
+# kernel's configuration, then E1's sphere and E3's Gaussian on the GPU at N = 262144.
+# Installs nothing: it needs this repository, numpy, scipy, sympy, mpmath, matplotlib, tqdm,
+# threadpoolctl, pytest and hypothesis, and torch with CUDA and triton (the [gpu] extra).
+# Usage: bash benchmarks/gpu.sh   (from the repository root; about 4 minutes on one H100)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+python3 - <<'PY'
+import torch, triton
+print(f"torch {torch.__version__}, triton {triton.__version__}, device {torch.cuda.get_device_name()}")
+PY
+timeout 200 python3 benchmarks/gpu.py --choose --reach --reach-n 262144 --max-seconds 15
+timeout 150 python3 -m pytest -q -p no:cacheprovider -m gpu tests/numerics/test_gpu.py

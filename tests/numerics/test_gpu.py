@@ -1,0 +1,109 @@
+"""The GPU path against the numpy path. Skipped where no GPU (or Triton's interpreter) is at hand."""
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from scipy.special import logsumexp, softmax
+
+from numerics import binned, estimators, flow, gpu, kernels
+
+needs_gpu = pytest.mark.skipif(not gpu.available(), reason="needs torch with a CUDA device and triton")
+pytestmark = pytest.mark.gpu
+
+FLOAT64_TOLERANCE = 1e-10
+
+
+@pytest.fixture(params=[False, True], ids=["differences", "products"])
+def logits_by_products(request, monkeypatch):
+    """Both ways the kernel forms its logits: coordinate differences, or one product of augmented operands."""
+    for precision, config in list(gpu._CONFIG.items()):
+        monkeypatch.setitem(gpu._CONFIG, precision, (*config[:3], request.param, config[4]))
+
+
+def _scale(keys):
+    return float(np.ptp(keys, axis=0).max())
+
+
+@needs_gpu
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    d=st.sampled_from([1, 3, 16]),
+    m=st.integers(1, 200),
+    n=st.integers(1, 300),
+    log_h2=st.floats(-4.0, 4.0),
+    offset=st.floats(-1e3, 1e3),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_float64_sums_equal_the_numpy_path(logits_by_products, d, m, n, log_h2, offset, seed):
+    rng = np.random.default_rng(seed)
+    keys = rng.normal(size=(n, d)) + offset
+    queries = np.concatenate([keys[: m // 2], rng.normal(scale=3.0, size=(m - m // 2, d)) + offset])
+    h2 = 10.0**log_h2
+    scale = max(_scale(keys), np.sqrt(h2))
+    mean = gpu.kernel_mean(queries, keys, h2)
+    assert np.abs(mean - kernels.kernel_mean(queries, keys, h2)).max() <= FLOAT64_TOLERANCE * scale
+    lse = gpu.kernel_logsumexp(queries, keys, h2)
+    reference = kernels.kernel_logsumexp(queries, keys, h2)
+    assert np.abs(lse - reference).max() <= FLOAT64_TOLERANCE * (1.0 + np.abs(reference).max())
+
+
+@needs_gpu
+@pytest.mark.parametrize("d", [1, 3, 16])
+def test_float32_sums_within_the_stated_tolerance(logits_by_products, d):
+    rng = np.random.default_rng(d)
+    keys = rng.normal(size=(500, d)) + 50.0
+    queries = keys + rng.normal(scale=0.5, size=keys.shape)
+    for h2 in (0.05, 1.0, 20.0):
+        error = np.abs(gpu.kernel_mean(queries, keys, h2, precision="float32") - kernels.kernel_mean(queries, keys, h2))
+        assert error.max() <= gpu.FLOAT32_TOLERANCE * _scale(keys)
+
+
+@needs_gpu
+def test_far_queries_stay_finite_and_lose_at_most_the_products_cancellation(logits_by_products):
+    keys = np.random.default_rng(0).normal(size=(64, 2))
+    far, h2 = keys[:5] + 1e4, 1e-3
+    logits = -((far[:, None, :] - keys[None, :, :]) ** 2).sum(axis=2) / (2 * h2)
+    reference = softmax(logits, axis=1) @ keys
+    centred = far - keys.mean(axis=0)
+    cancellation = np.finfo(float).eps * (centred**2).sum(axis=1).max() / (2 * h2)
+    by_products = gpu._CONFIG["float64"][3]
+    mean = gpu.kernel_mean(far, keys, h2)
+    assert np.all(np.isfinite(mean))
+    np.testing.assert_allclose(mean, reference, rtol=0, atol=1e-9 + (8 * cancellation if by_products else 0.0))
+    np.testing.assert_allclose(gpu.kernel_logsumexp(far, keys, h2), logsumexp(logits, axis=1), rtol=1e-13)
+
+
+@needs_gpu
+def test_flow_and_estimators_on_the_gpu_equal_the_exact_path(logits_by_products):
+    rng = np.random.default_rng(3)
+    noisy = rng.normal(size=(300, 3))
+    np.testing.assert_allclose(flow.particle_flow(noisy, 0.3, 1.0, eta=0.25, backend="gpu"),
+                               flow.particle_flow(noisy, 0.3, 1.0, eta=0.25, backend="exact"), rtol=0, atol=1e-10)
+    np.testing.assert_allclose(flow.energy(noisy[:20], noisy, 0.3, backend="gpu"),
+                               flow.energy(noisy[:20], noisy, 0.3, backend="exact"), rtol=1e-12, atol=0)
+    queries = rng.normal(size=(50, 3))
+    for make in (lambda b: estimators.TwoStageDenoiser(0.5, 0.3, eta=0.25, backend=b),
+                 lambda b: estimators.StageTwoOnly(0.5, backend=b),
+                 lambda b: estimators.TweedieKDE(0.5, 0.3, backend=b)):
+        np.testing.assert_allclose(make("gpu").fit(noisy).denoise(queries), make("exact").fit(noisy).denoise(queries),
+                                   rtol=0, atol=1e-10)
+
+
+def test_precision_and_inputs_are_validated_before_any_gpu_work():
+    with pytest.raises(ValueError, match="precision == 'float16'"):
+        gpu.kernel_mean(np.zeros((2, 1)), np.zeros((3, 1)), 1.0, precision="float16")
+    with pytest.raises(ValueError, match="h2"):
+        gpu.kernel_logsumexp(np.zeros((2, 1)), np.zeros((3, 1)), 0.0)
+    with pytest.raises(ValueError, match="nan or inf"):
+        gpu.kernel_mean(np.full((2, 1), np.nan), np.zeros((3, 1)), 1.0)
+
+
+def test_auto_takes_the_gpu_only_where_one_is_present_and_the_grid_does_not_apply(monkeypatch):
+    rng = np.random.default_rng(0)
+    three_d, two_d = rng.normal(size=(1024, 3)), rng.normal(size=(40000, 2))
+    for present in (False, True):
+        monkeypatch.setattr(gpu, "available", lambda present=present: present)
+        assert binned.resolve_backend("auto", 1024, three_d, 0.1) == ("gpu" if present else "exact")
+        assert binned.resolve_backend("auto", 40000, two_d, 0.1) == "binned"
+        assert binned.resolve_backend("auto", 100, three_d[:100], 0.1) == "exact"
