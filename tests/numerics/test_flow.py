@@ -97,3 +97,18 @@ def test_bad_flow_inputs(kwargs, exc, match):
     x0, h2, T = params.pop("x0"), params.pop("h2"), params.pop("T")
     with pytest.raises(exc, match=match):
         flow.particle_flow(x0, h2, T, **params)
+
+
+def test_long_flows_show_progress_on_a_terminal_only(monkeypatch):
+    shown = []
+
+    def recording_tqdm(iterable, disable, **kwargs):
+        shown.append(disable)
+        return iterable
+
+    monkeypatch.setattr(flow, "tqdm", recording_tqdm)
+    x0 = np.random.default_rng(0).normal(size=(20, 1))
+    flow.particle_flow(x0, 0.5, 0.2, eta=0.1)
+    monkeypatch.setattr(flow, "PROGRESS_MIN_TERMS", 20**2)
+    flow.particle_flow(x0, 0.5, 0.2, eta=0.1)
+    assert shown == [True, None]  # None: tqdm shows the bar where stderr is a terminal
