@@ -76,7 +76,11 @@ def plot_recovery(panels: dict[str, dict[str, list[dict]]], folder: Path, name: 
     """
     from theory import stability
 
-    fig, axes = plt.subplots(1, len(panels), figsize=(5.0 * len(panels), 4.4), squeeze=False)
+    cols = min(3, len(panels))
+    n_rows = (len(panels) + cols - 1) // cols
+    fig, axes = plt.subplots(n_rows, cols, figsize=(5.0 * cols, 4.4 * n_rows), squeeze=False)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.set_visible(False)
     for ax, (prior, schedules) in zip(axes.flat, panels.items()):
         for (schedule, rows), colour in zip(schedules.items(), _colours()):
             for estimator, style, what in (("two-stage", "-o", "two-stage"), ("stage-two-only", ":s", "L = 0")):
@@ -91,7 +95,7 @@ def plot_recovery(panels: dict[str, dict[str, list[dict]]], folder: Path, name: 
         _loglog(ax)
         ax.set_title(prior, fontsize=9)
         ax.legend(fontsize=6)
-    fig.suptitle("E1: recovery with T = sigma2/(2 h2) along two bandwidth schedules (mean, 95% CI over seeds)",
+    fig.suptitle("E1: recovery with T = sigma2/(2 h2) along the bandwidth schedules (mean, 95% CI over seeds)",
                  fontsize=10)
     fig.tight_layout()
     return save(fig, folder, name)
@@ -165,7 +169,8 @@ def plot_estimator_table(rows_by_prior: dict[str, list[dict]], folder: Path, nam
     """E4: excess risk against N, one panel per prior, one line per estimator."""
     labels = list(rows_by_prior)
     cols = 3
-    fig, axes = plt.subplots((len(labels) + cols - 1) // cols, cols, figsize=(12, 7), squeeze=False)
+    n_rows = (len(labels) + cols - 1) // cols
+    fig, axes = plt.subplots(n_rows, cols, figsize=(12, 3.5 * n_rows), squeeze=False)
     estimators = sorted({r["estimator"] for rows in rows_by_prior.values() for r in rows})
     colour = dict(zip(estimators, _colours()))
     for ax, label in zip(axes.flat, labels):
@@ -182,7 +187,7 @@ def plot_estimator_table(rows_by_prior: dict[str, list[dict]], folder: Path, nam
     for ax in list(axes.flat)[len(labels):]:
         ax.set_visible(False)
     axes.flat[0].legend(fontsize=7)
-    fig.suptitle("E4: excess risk (mean, 95% CI over seeds); h2 = 0.5 N^(-1/4), T = T*", fontsize=10)
+    fig.suptitle("E4: excess risk (mean, 95% CI over seeds); h2 = (4 sigma2/e)/log N, T = T*", fontsize=10)
     fig.tight_layout()
     return save(fig, folder, name)
 

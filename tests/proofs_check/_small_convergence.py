@@ -24,6 +24,13 @@ def shrink_convergence(monkeypatch):
             n=[2048, 8192], seeds={"start": 0, "count": 3})
     _shrink(monkeypatch, convergence_checks, "table_configs", parts=("clusters", "box"), n=[128, 512],
             seeds={"start": 0, "count": 3})
+    # one Student-t prior each: df 5 in E1 (on fresh queries df 3 recovers too slowly for so small a design); df 3 in
+    # E4, only the two estimators its decision compares, at N = 1024 (at 512 its fresh-query benefit is within noise)
+    _shrink(monkeypatch, convergence_checks, "student_recovery_configs", parts=("student-t5-log",), n=[256, 1024, 4096],
+            seeds={"start": 0, "count": 3})
+    _shrink(monkeypatch, convergence_checks, "student_table_configs", parts=("student-t3",), n=[1024],
+            seeds={"start": 0, "count": 4}, estimators=["two-stage", "stage-two-only"],
+            options=convergence_checks.fast_options(["two-stage", "stage-two-only"]))
     # six seeds: the E5 slope interval is a t-interval over per-seed slopes (S - 1 degrees of freedom), and the
     # Gaussian's per-seed slopes over three small N scatter by about 0.6 (with three seeds its interval reaches above 0)
     _shrink(monkeypatch, convergence_checks, "clean_configs", n=[128, 512, 2048], seeds={"start": 0, "count": 6})

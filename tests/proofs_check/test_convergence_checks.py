@@ -32,14 +32,14 @@ def _only_log_gaussian(monkeypatch):
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
-    """One store with the shrunken E1 (Gaussian, log schedule), E2, E4 and E5 runs."""
+    """One store with the shrunken E1 (Gaussian, log schedule), E2, E4 and E5 runs, and E1, E4 on Student-t priors."""
     out = tmp_path_factory.mktemp("convergence")
     with pytest.MonkeyPatch.context() as mp:
         shrink_convergence(mp)
         _only_log_gaussian(mp)
         ctx = Context(quick=True, out=out, power=True)
         for configs in (cc.recovery_configs(True), cc.depth_configs(True), cc.table_configs(True),
-                        cc.clean_configs(True)):
+                        cc.clean_configs(True), cc.student_recovery_configs(True), cc.student_table_configs(True)):
             cc._run(configs, ctx)
     return out
 
@@ -56,7 +56,8 @@ def _fresh(tmp_path, monkeypatch):
 
 
 NEW_CHECKS = [cc.depth_minimiser_is_t_g, cc.depth_leading_order, cc.recovery_floor, cc.clean_context_floor,
-              cc.estimator_table, cc.recovery_per_seed, cc.clean_context_per_seed]
+              cc.estimator_table, cc.recovery_per_seed, cc.clean_context_per_seed, cc.recovery_heavy_tails,
+              cc.recovery_floor_heavy_tails, cc.estimator_table_heavy_tails]
 #: Superseded checks still decided on the module's store (kept in the report, not gating).
 SUPERSEDED = [cc.recovery, cc.clean_context, cc.estimator_table_in_sample]
 
@@ -98,6 +99,11 @@ def _alternative(func, name):
     (cc.clean_context_floor, "gap with a floor of 0.4% of the Bayes risk"),
     (cc.estimator_table, "depth unnecessary (no Stage 1)"),
     (cc.estimator_table, "depth helps only in-sample"),
+    (cc.recovery_heavy_tails, "no Stage 1 (depth unnecessary)"),
+    (cc.recovery_floor_heavy_tails, "gap with a floor of 3% of the Bayes risk"),
+    (cc.recovery_floor_heavy_tails, "no Stage 1 (depth unnecessary)"),
+    (cc.estimator_table_heavy_tails, "depth unnecessary (no Stage 1)"),
+    (cc.estimator_table_heavy_tails, "depth helps only in-sample"),
 ], ids=lambda v: getattr(v, "__name__", v))
 def test_data_alternatives_fail_the_check(func, name, ctx):
     with _alternative(func, name).applied():
@@ -142,6 +148,37 @@ def test_e1_floor_reports_its_resolution_and_per_prior_floors_shift_one_prior(ct
     assert floored["clusters-log"]["gap"]["c"] == pytest.approx(real["clusters-log"]["gap"]["c"] + 0.01 * fit["mmse"])
     names = [a.name for a in _registered(cc.recovery_floor).wrong_theories()]
     assert sum(name.endswith("of the Bayes risk)") and ": floor at its gap" in name for name in names) == 2
+
+
+def _falling_in_sample_only():
+    """Synthetic E1 rows: the in-sample gap falls as N^-0.7, the gap on fresh queries stays put (a spread of 20%)."""
+    rng = np.random.default_rng(6)
+    rows = [{"n": n, "seed": s, "estimator": "two-stage", "gap": n ** -0.7 * math.exp(rng.normal(0, 0.2)),
+             "oos_gap": 0.01 * math.exp(rng.normal(0, 0.2))} for n in (256, 1024, 4096, 16384) for s in range(4)]
+    return {"student-t3-log": rows}
+
+
+def test_heavy_tail_slope_check_decides_fresh_queries_too(monkeypatch, tmp_path):
+    rows = _falling_in_sample_only()
+    assert cc._per_seed_slope_decision(rows, "two-stage")[0]  # the three-prior check's rule: in-sample only
+    monkeypatch.setattr(cc, "_run", lambda configs, ctx: rows)
+    evidence = cc.recovery_heavy_tails(Context(quick=True, out=tmp_path, power=True))
+    assert not evidence.passed and "Student-t, df 3, variance 1" in evidence.summary
+    assert evidence.data["slopes"]["student-t3-log"][2] < 0 < evidence.data["oos_slopes"]["student-t3-log"][2]
+
+
+def test_the_figures_take_the_student_t_sweeps_the_store_holds(store):
+    """E1 and E4 draw the Student-t panels when their sweeps are stored (their checks run after the first drawing)."""
+    with sweep.ResultStore(store / "results.sqlite") as opened:
+        assert set(cc._stored_if_run(cc.student_recovery_configs(True), opened)) == {"student-t5-log"}
+        assert set(cc._stored_if_run(cc.student_table_configs(True), opened)) == {"student-t3"}
+        assert cc._stored_if_run(cc.student_recovery_configs(False), opened) == {}
+
+
+def test_student_t_priors_have_variance_one_like_the_gaussian_of_e1_and_e4():
+    variances = [spec["scale"] ** 2 * spec["df"] / (spec["df"] - 2) for _, spec in cc.STUDENT_T_PRIORS.values()]
+    assert [spec["df"] for _, spec in cc.STUDENT_T_PRIORS.values()] == [3.0, 5.0]
+    assert variances == pytest.approx([1.0, 1.0], rel=1e-14)
 
 
 def _scope_rows():
