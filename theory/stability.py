@@ -16,6 +16,25 @@ asks :math:`N \\gg N_c = e^{2\\lambda^* T^*} = e^{2\\sigma^2/(e\\,h_2)}`, i.e.
 :math:`\\log N` linear in :math:`\\sigma^2/h_2` with slope :math:`2/e`.
 This is a derived *scaling* from a linearisation about a uniform density: a
 heuristic for where finite-``N`` effects set in, not a bound.
+
+That threshold is per Fourier mode, the same in every dimension. What a token
+sees is the density at the kernel's scale, which sums the modes: with Poisson
+fluctuations (structure factor 1) grown by :math:`e^{\\lambda(k) t}`, the kernel
+density estimate at density :math:`\\rho_0` has relative variance
+:math:`I_d(t)/(N\\rho_0)`, :math:`I_d(t) = \\int e^{-h_2|k|^2 + 2\\lambda(k)t}\\,d^dk/(2\\pi)^d`
+(at ``t = 0`` the :math:`\\int\\varphi_{h_2}^2 = (4\\pi h_2)^{-d/2}` of a kernel density estimate).
+Laplace's method about the shell :math:`|k| = k^*` (width :math:`(t|\\lambda''(k^*)|)^{-1/2}`,
+:math:`\\lambda''(k^*) = -4h_2/e`, so at :math:`T^*` a width independent of ``h2``) gives
+:math:`I_d(T^*) \\propto k^{*\\,d-1} e^{2\\lambda^* T^*}`, and the ``N`` at which the relative
+fluctuation reaches :math:`\\epsilon_c` at :math:`T^*` is
+
+.. math:: N_c(d) = \\frac{(\\sqrt2/2)^d\\,(\\pi h_2)^{(1-d)/2}\\,e^{-3/2}}{\\epsilon_c^2\\rho_0\\sqrt{\\sigma^2}\\,\\Gamma(d/2)}
+          \\,e^{2\\sigma^2/(e h_2)},
+          \\qquad \\log N_c(d) = \\frac{2\\sigma^2}{e h_2} + \\frac{d-1}{2}\\log\\frac1{h_2} + O(1).
+
+The :math:`h_2^{-d/2}` modes inside :math:`|k| < k^*` enter the prefactor only through the
+shell, as :math:`h_2^{-(d-1)/2}`: the leading order of :math:`\\log N_c` is the same in every
+dimension.
 """
 
 from __future__ import annotations
@@ -29,7 +48,8 @@ from ._calculus import gaussian_density, series_in
 from ._evaluate import evaluate
 from .derivation import Claim, Derivation, Step
 
-__all__ = ["K_STAR", "LAMBDA", "LAMBDA_STAR", "N_C", "derivation", "fastest_mode", "growth_rate", "token_scaling"]
+__all__ = ["K_STAR", "LAMBDA", "LAMBDA_STAR", "N_C", "N_C_DIM", "derivation", "fastest_mode", "fluctuation_threshold",
+           "growth_rate", "token_scaling"]
 
 x, y = sp.symbols("x y", real=True)
 k = sp.Symbol("k", real=True)
@@ -39,6 +59,50 @@ xs, ys, ks = sp.symbols("x1 x2", real=True), sp.symbols("y1 y2", real=True), sp.
 h2, rho0, sigma2 = sp.symbols("h2 rho0 sigma2", positive=True)
 eps, N = sp.symbols("epsilon N", positive=True)
 LAMBDA, K_STAR, LAMBDA_STAR, N_C = sp.symbols("lambda k_star lambda_star N_c", positive=True)
+N_C_DIM = sp.Symbol("N_c_d", positive=True)
+w = sp.Symbol("w", real=True)
+t = sp.Symbol("t", positive=True)
+dim = sp.Symbol("d", positive=True, integer=True)
+level = sp.Symbol("epsilon_c", positive=True)
+
+
+def _shell(d):
+    """Area of the unit sphere in R^d over (2 pi)^d: d^dk / (2 pi)^d = _shell(d) |k|^(d-1) d|k|."""
+    return 2 * sp.pi ** (d / sp.Integer(2)) / sp.gamma(d / sp.Integer(2)) / (2 * sp.pi) ** d
+
+
+def _threshold_in_dimension(rate, k_star, rate_star, horizon):
+    """Steps, result and claims of N_c(d): the kernel-scale fluctuation reaching epsilon_c at T*, any d."""
+    curvature = sp.simplify(sp.diff(rate, k, 2).subs(k, k_star))
+    width = sp.sqrt(sp.pi / (t * -curvature))
+    laplace = _shell(dim) * k_star ** (dim - 1) * sp.exp(-h2 * k_star**2) * sp.exp(2 * t * rate_star) * width
+    threshold = sp.simplify(laplace.subs(t, horizon) / (rho0 * level**2))
+    log_threshold = sp.expand_log(sp.log(threshold), force=True)
+    exponent = sp.limit(sp.expand((log_threshold - 2 * sp.exp(-1) * sigma2 / h2) / sp.log(1 / h2)), h2, 0)
+    leading = sp.limit(sp.expand(h2 * log_threshold), h2, 0)
+    steps = [
+        Step(sp.Eq(sp.Integral(_shell(d) * k_positive ** (d - 1) * sp.exp(-h2 * k_positive**2), (k_positive, 0, sp.oo)),
+                   (4 * sp.pi * h2) ** sp.Rational(-d, 2), evaluate=False),
+             f"d = {d}: the static fluctuation integral is int phi_h2^2 = (4 pi h2)^(-d/2) (Parseval)", route="mpmath")
+        for d in (1, 2, 3)
+    ] + [
+        Step(sp.Eq(2 * t * rate.subs(k, k_star + w), 2 * t * rate_star + t * curvature * w**2 + sp.O(w**3),
+                   evaluate=False),
+             "around the shell |k| = k*: 2 t lambda = 2 t lambda* - t (4 h2/e) w^2 + O(w^3)"),
+        Step(sp.Eq(sp.Integral(sp.exp(t * curvature * w**2), (w, -sp.oo, sp.oo)), width, evaluate=False),
+             "Laplace's method: the growth peak across the shell has width (t |lambda''(k*)|)^(-1/2)",
+             route="mpmath"),
+        Step(sp.Eq(laplace.subs(t, horizon) / (N * rho0), level**2, evaluate=False),
+             "the relative fluctuation I_d(T*) / (N rho0) of the kernel density estimate reaches epsilon_c^2 "
+             "at N = N_c(d)", given=(sp.Eq(N, threshold),), route="substitute"),
+    ]
+    claims = [
+        Claim(sp.Eq(leading, 2 * sp.exp(-1) * sigma2, evaluate=False),
+              "h2 log N_c(d) -> 2 sigma2 / e: the leading order is the per-mode law, whatever d"),
+        Claim(sp.Eq(exponent, (dim - 1) / sp.Integer(2), evaluate=False),
+              "log N_c(d) = 2 sigma2/(e h2) + ((d - 1)/2) log(1/h2) + O(1): the h2^(-d/2) modes enter as h2^(-(d-1)/2)"),
+    ]
+    return steps, threshold, claims
 
 
 def _linearised_rate(position, wavenumbers, offsets):
@@ -78,6 +142,7 @@ def derivation() -> Derivation:
     rate_star = sp.simplify(rate.subs(k, k_star))
     horizon = depth_noise.derivation().result_of(depth_noise.T_STAR)
     (tokens,) = sp.solve(sp.Eq(N ** sp.Rational(-1, 2) * sp.exp(rate_star * horizon), 1), N)
+    steps_dim, threshold, claims_dim = _threshold_in_dimension(rate, k_star, rate_star, horizon)
     steps = steps_1d + steps_2d + [
         Step(sp.Eq(rate_2d, rate.subs(k, sp.sqrt(ks[0] ** 2 + ks[1] ** 2)), evaluate=False),
              "the rate depends on |k| only (isotropy)"),
@@ -90,21 +155,22 @@ def derivation() -> Derivation:
         Step(sp.Eq(N ** sp.Rational(-1, 2) * sp.exp(rate_star * horizon), 1, evaluate=False),
              "finite-N fluctuations N^(-1/2) amplified by exp(lambda* T*) reach O(1) at N = N_c",
              given=(sp.Eq(N, tokens),), route="substitute"),
-    ]
+    ] + steps_dim
     claims = [
         Claim(sp.Eq(rate, h2 * k**2 * sp.exp(-h2 * k**2 / 2), evaluate=False),
               "growth rate lambda(k) = h2 k^2 exp(-h2 k^2 / 2)"),
         Claim(sp.Eq(rate_star, 2 / sp.E, evaluate=False), "fastest rate lambda* = 2/e, whatever h2"),
         Claim(sp.Eq(sp.log(tokens), 2 * sp.exp(-1) * sigma2 / h2, evaluate=False),
               "log N_c = (2/e) sigma2 / h2: log N must grow linearly in sigma2/h2"),
-    ]
+    ] + claims_dim
     return Derivation(
         "stability",
         "Linear stability of the mean-field PDE: lambda(k) = h2 k^2 exp(-h2 k^2/2), N >> exp(2 sigma2/(e h2))",
-        [x, y, k, h2, rho0, sigma2, eps, N],
+        [x, y, k, h2, rho0, sigma2, eps, N, w, t, dim, level],
         steps,
         [sp.Eq(LAMBDA, rate, evaluate=False), sp.Eq(K_STAR, k_star, evaluate=False),
-         sp.Eq(LAMBDA_STAR, rate_star, evaluate=False), sp.Eq(N_C, tokens, evaluate=False)],
+         sp.Eq(LAMBDA_STAR, rate_star, evaluate=False), sp.Eq(N_C, tokens, evaluate=False),
+         sp.Eq(N_C_DIM, threshold, evaluate=False)],
         claims,
     )
 
@@ -139,3 +205,28 @@ def token_scaling(sigma2_value, h2_value):
     """
     arguments = {sigma2: (sigma2_value, "sigma2"), h2: (h2_value, "h2")}
     return evaluate(derivation().result_of(N_C), arguments, positive=(sigma2, h2))
+
+
+def fluctuation_threshold(d_value, sigma2_value, h2_value, rho0_value, level_value):
+    """Token count :math:`N_c(d)` at which the kernel-scale density fluctuation reaches ``level`` at :math:`T^*`.
+
+    Laplace's method for the fluctuation integral about a uniform density ``rho0`` (module
+    docstring): :math:`\\log N_c(d) = 2\\sigma^2/(e h_2) + \\tfrac{d-1}{2}\\log(1/h_2) + O(1)`.
+    A derived asymptotic scaling, not a bound.
+
+    Parameters
+    ----------
+    d_value : int
+        Dimension, >= 1.
+    sigma2_value, h2_value : float
+        Noise variance and bandwidth, > 0.
+    rho0_value : float
+        Token density (per unit volume of R^d), > 0.
+    level_value : float
+        Relative fluctuation of the kernel density estimate that counts as departed, > 0.
+    """
+    if isinstance(d_value, bool) or not isinstance(d_value, (int, sp.Integer)) or d_value < 1:
+        raise ValueError(f"d == {d_value!r}, must be an int >= 1")
+    arguments = {sigma2: (sigma2_value, "sigma2"), h2: (h2_value, "h2"), rho0: (rho0_value, "rho0"),
+                 level: (level_value, "level")}
+    return evaluate(derivation().result_of(N_C_DIM).subs(dim, d_value), arguments, positive=(sigma2, h2, rho0, level))
