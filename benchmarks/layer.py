@@ -1,12 +1,21 @@
-"""Time and memory of one Stage-1 layer (exact kernel path).
+"""Time, thread scaling and memory of one exact Stage-1 layer.
 
-Usage: python benchmarks/layer.py [--n 16384] [--d 2] [--repeat 5] [--accelerator auto] [--threads 2]
+Usage: python benchmarks/layer.py [--n 32768] [--d 3] [--threads 1,2,4,8,16] [--repeat 5]
+                                  [--accelerator numpy] [--ratio-n 16384] [--ratio-d 2]
 
-Prints the median, min and max wall time of ``repeat`` layers, and its ratio to the time
-numpy.exp takes for the layer's N^2 float64 exponentials on one core (measured in turn with
-the layers, in place in a cached block of 2**16 values); then the peak memory of one layer:
-traced (tracemalloc, which numpy reports its buffers to) and resident (growth of the
-high-water mark ``VmHWM`` over the resident memory before the layer, on Linux).
+One layer is the Euler step ``x + eta (a(x) - x)`` of ``N`` standard normal tokens in ``d``
+dimensions, with ``a = kernels.kernel_mean(x, x, h2)`` (tokens attending to themselves: each
+weight computed once). The yardstick is ``numpy.exp`` over the layer's ``N^2`` float64 values on
+one core (numpy's ufuncs do not thread), in place in a block of 2**16 values that stays in cache.
+
+Prints, for each thread count of ``--threads`` (those above the cores this process may use are
+skipped): the median, min and max wall time over ``--repeat`` rounds, the speed-up over the first
+thread count, and the median's ratio to the yardstick's. Each round times the yardstick once and
+the layer once per thread count, in turn, so that every row sees the same load. Then the layer at
+``--ratio-n``, ``--ratio-d`` on every core this process may use, against its own yardstick (the
+issue's 2-core goal: at most 0.35); then the peak memory of one layer at ``--n``: traced
+(tracemalloc, which numpy reports its buffers to) and resident (growth of the high-water mark
+``VmHWM`` over the resident memory before the layer, on Linux).
 """
 
 from __future__ import annotations
@@ -19,7 +28,7 @@ import tracemalloc
 
 import numpy as np
 
-from numerics import flow, kernels
+from numerics import kernels
 
 _EXP_BLOCK = 2**16
 
@@ -39,53 +48,98 @@ def status_bytes(field: str) -> int:
         return next(int(line.split()[1]) * 1024 for line in status if line.startswith(field + ":"))
 
 
+def timed(func) -> float:
+    start = time.perf_counter()
+    func()
+    return time.perf_counter() - start
+
+
+def cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def scaling(x: np.ndarray, h2: float, eta: float, threads: list[int], repeat: int) -> tuple[dict, list]:
+    """Times of one layer per thread count, and of the exp yardstick, over ``repeat`` interleaved rounds."""
+
+    def layer():
+        return x + eta * (kernels.kernel_mean(x, x, h2) - x)
+
+    reference = None
+    for t in threads:  # warm-up, which also checks that the threads do not change the result
+        kernels.set_num_threads(t)
+        result = layer()
+        if reference is None:
+            reference = result
+        elif not np.array_equal(result, reference):
+            raise AssertionError(f"the layer with {t} threads differs from the layer with {threads[0]}")
+    times = {t: [] for t in threads}
+    exp_times = []
+    for _ in range(repeat):
+        exp_times.append(timed(lambda: exp_yardstick(x.shape[0] ** 2)))
+        for t in threads:
+            kernels.set_num_threads(t)
+            times[t].append(timed(layer))
+    return times, exp_times
+
+
+def stats(times: list[float]) -> str:
+    return f"{np.median(times):7.3f} {min(times):7.3f} {max(times):7.3f}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=16384)
-    parser.add_argument("--d", type=int, default=2)
+    parser.add_argument("--n", type=int, default=32768)
+    parser.add_argument("--d", type=int, default=3)
+    parser.add_argument("--threads", default="1,2,4,8,16", help="comma-separated thread counts (default %(default)s)")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--h2", type=float, default=0.05)
     parser.add_argument("--eta", type=float, default=0.05)
-    parser.add_argument("--accelerator", choices=kernels.ACCELERATORS, default="auto")
-    parser.add_argument("--threads", type=int, default=None, help="kernel threads (default: kernels' default)")
+    parser.add_argument("--accelerator", choices=kernels.ACCELERATORS, default="numpy")
+    parser.add_argument("--ratio-n", type=int, default=16384)
+    parser.add_argument("--ratio-d", type=int, default=2)
     args = parser.parse_args()
     kernels.set_accelerator(args.accelerator)
-    kernels.set_num_threads(args.threads)
+    available = cores()
+    asked = [int(t) for t in args.threads.split(",")]
+    threads = [t for t in asked if t <= available]
+    rng = np.random.default_rng(0)
 
-    x = np.random.default_rng(0).normal(size=(args.n, args.d))
+    print(f"machine: {platform.processor() or platform.machine()}, {available} cores for this process, "
+          f"numpy {np.__version__}, load average {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    print(f"one exact Stage-1 layer, N={args.n}, d={args.d} ({args.n**2:.3g} kernel entries, h2={args.h2}), "
+          f"accelerator {args.accelerator}; median, min, max of {args.repeat} rounds; "
+          f"exp = numpy.exp of N^2 values on one core"
+          + (f"; skipped (more than the cores): {[t for t in asked if t > available]}" if len(threads) < len(asked)
+             else ""))
+    x = rng.normal(size=(args.n, args.d))
+    times, exp_times = scaling(x, args.h2, args.eta, threads, args.repeat)
+    first = np.median(times[threads[0]])
+    yardstick = np.median(exp_times)
+    print(f"{'threads':>7} {'median':>7} {'min':>7} {'max':>7} {'speed-up':>8} {'/exp':>6}")
+    print(f"{'exp':>7} {stats(exp_times)}")
+    for t in threads:
+        print(f"{t:>7} {stats(times[t])} {first / np.median(times[t]):8.2f} {np.median(times[t]) / yardstick:6.2f}",
+              flush=True)
 
-    def layer():
-        flow.particle_flow(x, args.h2, args.eta, eta=args.eta)
+    y = rng.normal(size=(args.ratio_n, args.ratio_d))
+    small, small_exp = scaling(y, args.h2, args.eta, [available], args.repeat)
+    print(f"N={args.ratio_n}, d={args.ratio_d} on {available} threads: layer {np.median(small[available]):.3f} s, "
+          f"exp {np.median(small_exp):.3f} s: layer / exp = {np.median(small[available]) / np.median(small_exp):.2f}")
 
-    layer()
-    times, exp_times = [], []
-    for _ in range(args.repeat):
-        start = time.perf_counter()
-        layer()
-        times.append(time.perf_counter() - start)
-        start = time.perf_counter()
-        exp_yardstick(args.n**2)
-        exp_times.append(time.perf_counter() - start)
+    kernels.set_num_threads(threads[-1])
     tracemalloc.start()
-    layer()
+    kernels.kernel_mean(x, x, args.h2)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     with open("/proc/self/clear_refs", "w") as clear_refs:
         clear_refs.write("5")
     resident = status_bytes("VmRSS")
-    layer()
+    kernels.kernel_mean(x, x, args.h2)
     rss_growth = status_bytes("VmHWM") - resident
-
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, numpy {np.__version__}, "
-          f"load average {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
-    print(f"one Stage-1 layer, N={args.n}, d={args.d} ({args.n**2:.3g} kernel entries), "
-          f"accelerator {args.accelerator}, {kernels.get_num_threads()} threads")
-    print(f"time: median {np.median(times):.3f} s, min {min(times):.3f} s, max {max(times):.3f} s over {args.repeat} runs")
-    print(f"numpy.exp of N^2 values, one core: median {np.median(exp_times):.3f} s; "
-          f"layer / exp = {np.median(times) / np.median(exp_times):.2f}")
-    print(f"peak traced memory: {peak / 2**20:.1f} MiB (kernel budget {kernels.DEFAULT_BUDGET_BYTES / 2**20:.0f} MiB; "
-          f"the N x N float64 matrix alone would be {args.n**2 * 8 / 2**20:.0f} MiB); "
-          f"peak resident memory grew by {rss_growth / 2**20:.1f} MiB")
+    print(f"memory of one layer at N={args.n} on {threads[-1]} threads: peak traced {peak / 2**20:.1f} MiB "
+          f"(kernel budget {kernels.DEFAULT_BUDGET_BYTES / 2**20:.0f} MiB; the N x N float64 matrix alone would be "
+          f"{args.n**2 * 8 / 2**20:.0f} MiB); peak resident memory grew by {rss_growth / 2**20:.1f} MiB")
+    print(f"load average at the end: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
 
 
 if __name__ == "__main__":

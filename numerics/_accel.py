@@ -4,7 +4,7 @@ Importing this module requires numba; :mod:`numerics.kernels` falls back to its 
 when the import fails. The kernels read the same augmented operands as the numpy path and
 fuse, for each query and a tile of keys, the logits, their clipping at zero, the
 exponentials and the sums, so that no ``M x N`` temporary passes through memory:
-:func:`kernel_sums` for any queries, :func:`symmetric_sums` for tokens attending to
+:func:`kernel_sums` for any queries, :func:`symmetric_row_sums` for tokens attending to
 themselves, where each weight is computed once for its row and its column.
 
 Numba's ``math.exp`` is a call to the C library, one value at a time (about 5 ns a value
@@ -19,7 +19,7 @@ import math
 import numba
 import numpy as np
 
-__all__ = ["exp_nonpositive", "kernel_sums", "symmetric_sums"]
+__all__ = ["exp_nonpositive", "kernel_sums", "symmetric_row_sums"]
 
 _LOG2E = 1.0 / math.log(2.0)
 #: ln 2 split in two (fdlibm): the low 21 bits of ``_LN2_HI`` are zero, so ``k * _LN2_HI`` is exact.
@@ -122,14 +122,13 @@ def kernel_sums(a, bt, tile, start, stop, acc):
 
 
 @numba.njit(nogil=True, fastmath=_FAST, cache=True)
-def symmetric_sums(a, bt, size, lane, lanes, part):
-    """Add to ``part`` the sums of :func:`kernel_sums` over one lane of tiles, queries = keys.
+def symmetric_row_sums(a, bt, size, r0, part):
+    """The sums of :func:`kernel_sums` that one block row of tiles contributes, queries = keys.
 
-    The points are cut into blocks of ``size``; the lane takes the block rows ``I`` with
-    ``I % lanes == lane`` and the tiles ``(I, J)`` with ``J >= I`` (on the diagonal, the
-    weights ``w_ij`` with ``j >= i``). Each weight is computed once and added to the sums of
-    its row and of its column (the kernel is symmetric), so the sums of all lanes add up to
-    those of :func:`kernel_sums`.
+    The tiles are those of the rows ``r0 <= i < r0 + size`` and the columns ``j >= r0`` (on the
+    diagonal tile, the weights ``w_ij`` with ``j >= i``). Each weight is computed once and added
+    to the sums of its row and of its column (the kernel is symmetric), so the block rows'
+    sums add up to those of :func:`kernel_sums`.
 
     Parameters
     ----------
@@ -137,30 +136,30 @@ def symmetric_sums(a, bt, size, lane, lanes, part):
         As in :func:`kernel_sums`, both of the same ``N`` points.
     size : int
         Block size; the kernel's only temporary holds ``size`` floats.
-    lane, lanes : int
-        This lane and the number of lanes.
-    part : ndarray, shape (1 + p, N)
-        The lane's sums, transposed: ``part[0]`` weights and ``part[1 + c]`` weighted coordinates.
+    r0 : int
+        First row of the block row.
+    part : ndarray, shape (1 + p, N - r0)
+        Output, zeros on entry; the sums of the points ``r0, ..., N - 1``, transposed:
+        ``part[0]`` weights and ``part[1 + c]`` weighted coordinates.
     """
     n = bt.shape[1]
     p = part.shape[0] - 1
     w = np.empty(size)
-    for r0 in range(lane * size, n, lanes * size):
-        r1 = min(n, r0 + size)
-        for c0 in range(r0, n, size):
-            c1 = min(n, c0 + size)
-            for i in range(r0, r1):
-                # on the diagonal tile, only the columns j >= i; the weight w_ii counts once
-                t0 = i if c0 == r0 else c0
-                skip = 1 if c0 == r0 else 0
-                part[0, i] += _weights(a, bt, i, t0, c1, w)
-                for c in range(p):
-                    part[1 + c, i] += _dot(w, bt[c, t0:c1])
-                col = part[0, t0 + skip : c1]
+    r1 = min(n, r0 + size)
+    for c0 in range(r0, n, size):
+        c1 = min(n, c0 + size)
+        for i in range(r0, r1):
+            # on the diagonal tile, only the columns j >= i; the weight w_ii counts once
+            t0 = i if c0 == r0 else c0
+            skip = 1 if c0 == r0 else 0
+            part[0, i - r0] += _weights(a, bt, i, t0, c1, w)
+            for c in range(p):
+                part[1 + c, i - r0] += _dot(w, bt[c, t0:c1])
+            col = part[0, t0 + skip - r0 : c1 - r0]
+            for j in range(c1 - t0 - skip):
+                col[j] += w[skip + j]
+            for c in range(p):
+                coord = bt[c, i]
+                col = part[1 + c, t0 + skip - r0 : c1 - r0]
                 for j in range(c1 - t0 - skip):
-                    col[j] += w[skip + j]
-                for c in range(p):
-                    coord = bt[c, i]
-                    col = part[1 + c, t0 + skip : c1]
-                    for j in range(c1 - t0 - skip):
-                        col[j] += w[skip + j] * coord
+                    col[j] += w[skip + j] * coord

@@ -3,7 +3,7 @@ import sys
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 from scipy.special import logsumexp, softmax
 from scipy.stats import multivariate_normal
@@ -55,11 +55,11 @@ def test_blocked_sums_equal_unblocked(budget):
     )
 
 
-def test_block_sizes_respect_budget():
-    for m, n, budget, copies in [(10**6, 10**6, 2**20, 3), (5, 10**9, 2**20, 2), (10**4, 3, 2**28, 3), (7, 9, 64, 3)]:
-        rows, cols = kernels._block_sizes(m, n, budget, copies)
+def test_tiles_respect_budget():
+    for m, n, budget in [(10**6, 10**6, 2**20), (5, 10**9, 2**20), (10**4, 3, 2**28), (7, 9, 64), (7, 9, 8)]:
+        rows, cols = kernels._tile_shape(m, n, budget)
         assert 1 <= rows <= m and 1 <= cols <= n
-        assert copies * rows * cols * 8 <= max(budget, copies * 8)
+        assert rows * cols * 8 <= max(budget // 2, 8)
 
 
 @given(queries_and_keys(), bandwidths, st.randoms(use_true_random=False))
@@ -123,6 +123,39 @@ def test_finite_for_extreme_bandwidths_and_far_queries(h2, offset):
     q = np.vstack([k[:3], k[:3] + 50.0, k[:3] + offset])
     for f in (kernels.kernel_mean, kernels.log_kde, kernels.kde_score, kernels.kernel_logsumexp):
         assert np.all(np.isfinite(f(q, k, h2)))
+
+
+@given(queries_and_keys(), bandwidths, st.integers(0, 500))
+def test_power_of_two_scaling_is_exact(qk, h2, e):
+    """Points scaled by 2**e (with h2 by 4**e) give the kernel means scaled by 2**e, bit for bit."""
+    q, k = qk
+    assume(max(np.abs(q).max(), np.abs(k).max()) >= 1.0)  # then both are scaled to the same points
+    big = dict(queries=np.ldexp(q, e), keys=np.ldexp(k, e), h2=np.ldexp(h2, 2 * e))
+    np.testing.assert_array_equal(np.ldexp(kernels.kernel_mean(**big), -e), kernels.kernel_mean(q, k, h2))
+    np.testing.assert_array_equal(kernels.kernel_logsumexp(**big), kernels.kernel_logsumexp(q, k, h2))
+
+
+@pytest.mark.parametrize("e", [510, 520])
+def test_coordinates_too_large_to_square_are_scaled(e):
+    """Points near 1e155, whose squares overflow, give the results of the same points scaled down."""
+    rng = np.random.default_rng(11)
+    k = rng.uniform(-1, 1, size=(40, 2))
+    q = np.vstack([k[:5], rng.uniform(-1, 1, size=(5, 2))])
+    h2 = 2.0**-20
+    for func, power in ((kernels.kernel_mean, e), (kernels.kde_score, -e), (kernels.kernel_logsumexp, 0)):
+        big = func(np.ldexp(q, e), np.ldexp(k, e), np.ldexp(h2, 2 * e))
+        np.testing.assert_array_equal(big, np.ldexp(func(q, k, h2), power))
+
+
+@pytest.mark.parametrize("points,h2,msg", [
+    (np.random.default_rng(12).normal(size=(20, 2)) * 1e155, 1.0, r"h2 == 1.0 is too small for coordinates up to \d\.\d+e\+155"),
+    (np.random.default_rng(12).normal(size=(20, 2)), 1e-302, r"h2 == 1e-302 is too small for the spread .* 2\*\*1000"),
+    (np.zeros((3, 2)), 5e-324, r"h2 == 5e-324 is too small .* smallest normal number"),
+])
+def test_distances_beyond_float_range_are_named(points, h2, msg):
+    for func in (kernels.kernel_mean, kernels.log_kde, kernels.kde_score, kernels.kernel_logsumexp):
+        with pytest.raises(ValueError, match=msg):
+            func(points, points, h2)
 
 
 BAD_ARRAYS = [
