@@ -71,9 +71,11 @@ and :math:`\lvert\log\hat S_0 - \log S_0\rvert \le -\log(1 - E_0/\hat S_0)`. The
 carries only the spreading error, at most :math:`N c_B` with
 :math:`c_B = C_p (\sum_k\Lambda^k) M_p (\delta^2/(\alpha' h_2))^{p/2}`,
 :math:`M_p = \sup_s \lvert\mathrm{He}_p(s)\rvert e^{-s^2/2}`, plus its cut-off. The kernels are cut at
-:math:`\lvert v_k\rvert > r = \sqrt{2\alpha' h_2 \ln(1/u)}` (``u`` the unit roundoff), which drops
+:math:`\lvert v_k\rvert > r = \sqrt{2 h_2 \ln(1/u)}` (``u`` the unit roundoff), which drops
 at most :math:`N\Lambda^{2d}e^{-r^2/(2h_2)}` from :math:`S_0` (times ``r`` from ``D``) and
-:math:`N\Lambda^d u` from :math:`B_{\alpha'}`. The floating-point error of spreading, FFTs and
+:math:`N\Lambda^d u^{1/\alpha'}` from :math:`B_{\alpha'}` (a term of :math:`\bar B` that matters only
+where :math:`S_0 \lesssim 10^{-6} N`, in far tails; cutting :math:`K_{\alpha'}` at its own roundoff
+would pad every FFT by :math:`\sqrt{\alpha'}` times as many cells). The floating-point error of spreading, FFTs and
 interpolation is *estimated*, not proven (standard rounding model of the FFT: Higham,
 *Accuracy and Stability of Numerical Algorithms*, ch. 24), as
 :math:`\rho = u\,\Lambda^{2d} (8\log_2 n_{\mathrm{fft}} + n_{\mathrm{cell}} + p^d)\max_g\lvert C[g]\rvert`,
@@ -165,7 +167,7 @@ _MAX_RATIO = 0.125  # spacing <= sqrt(h2) / 8
 _CHUNK_VALUES = 2**20  # stencil entries (points x p**d nodes) spread or interpolated at once
 _LOCAL_ROWS, _LOCAL_CELLS = 4, 64  # mean step between consecutive points that counts as local
 _UNIT = np.finfo(np.float64).eps / 2
-_CUT = np.sqrt(2.0 * _ALPHA_NODE * np.log(1.0 / _UNIT))  # kernel cut-off radius / sqrt(h2)
+_CUT = np.sqrt(2.0 * np.log(1.0 / _UNIT))  # kernel cut-off radius / sqrt(h2)
 
 
 def _hermite_majorant(n: int):
@@ -255,7 +257,7 @@ class GridPlan:
     spacing : float
         Grid spacing :math:`\delta`.
     half_width : int
-        Kernel cut-off in cells, :math:`\lceil r/\delta\rceil`, :math:`r = \sqrt{2\alpha' h_2 \ln(1/u)}`.
+        Kernel cut-off in cells, :math:`\lceil r/\delta\rceil`, :math:`r = \sqrt{2 h_2 \ln(1/u)}`.
     sum_coef, dev_coef : float
         :math:`\varepsilon_0` and :math:`\varepsilon_1` of the module docstring: per key,
         :math:`\lvert\hat K - K\rvert \le \varepsilon_0 K_\alpha` and the ``D`` kernel's error is
@@ -459,17 +461,6 @@ class _Stencil:
 
     def take(self, order):
         return _Stencil(self.flat[order], self.nearest[order], self.weights[:, :, order])
-
-    def node_weight(self, node, p, out):
-        """Weight of stencil node ``node`` (row-major over the ``p**d`` nodes) of every point (d >= 2: in ``out``)."""
-        d = self.weights.shape[0]
-        digits = np.unravel_index(node, (p,) * d)
-        if d == 1:
-            return self.weights[0, node]
-        np.multiply(self.weights[0, digits[0]], self.weights[1, digits[1]], out=out)
-        for axis in range(2, d):
-            out *= self.weights[axis, digits[axis]]
-        return out
 
 
 def _lagrange(t, p, out):
