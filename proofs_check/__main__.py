@@ -3,9 +3,9 @@
 import argparse
 import sys
 
-from .cli import add_verify_arguments
+from .cli import add_verify_arguments, run_command
 
 parser = argparse.ArgumentParser(prog="python -m proofs_check", description="Same as 'attneb verify'.")
 add_verify_arguments(parser)
 args = parser.parse_args()
-sys.exit(args.func(args))
+sys.exit(run_command(args))

@@ -3,41 +3,23 @@
 from __future__ import annotations
 
 import argparse
-import importlib
-import importlib.util
+import os
 import sys
 import time
 from pathlib import Path
 
-from .studies import default_workers
-
-__all__ = ["main"]
-
-
-def _load(sources: list[str] | None) -> None:
-    """Import the modules (dotted names) or files (``path/to/file.py``) that register extra claims and checks."""
-    for source in sources or ():
-        if source.endswith(".py") or Path(source).is_file():
-            path = Path(source)
-            if not path.is_file():
-                raise FileNotFoundError(f"--load {source!r}: no such file")
-            spec = importlib.util.spec_from_file_location(f"attneb_user_{path.stem}", path)
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[spec.name] = module
-            spec.loader.exec_module(module)
-        else:
-            importlib.import_module(source)
+__all__ = ["EXIT_CLOSED_PIPE", "main", "run_command"]
 
 
 def _verify(args: argparse.Namespace) -> int:
     from .power import analyse
     from .report import claim_line, defects, power_line, write_report
-    from .runner import run
+    from .runner import load, run
 
     mode = "quick" if args.quick else "full"
     out = Path(args.out)
     try:
-        _load(args.load)
+        load(args.load)
     except (ImportError, FileNotFoundError, ValueError) as exc:
         print(f"attneb verify: {exc}", file=sys.stderr)
         return 2
@@ -46,7 +28,7 @@ def _verify(args: argparse.Namespace) -> int:
     cache: dict = {}
     try:
         results = run(args.only, quick=args.quick, out=out, workers=args.workers, cache=cache,
-                      on_claim=lambda r: print(claim_line(r), flush=True))
+                      sources=args.load or (), on_claim=lambda r: print(claim_line(r), flush=True))
     except ValueError as exc:
         print(f"attneb verify: {exc}", file=sys.stderr)
         return 2
@@ -195,9 +177,9 @@ def add_verify_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quick", action="store_true", help="smaller problems (under three minutes); still real checks")
     parser.add_argument("--out", default="attneb-report", help="report folder (default: ./attneb-report)")
     parser.add_argument("--only", nargs="+", metavar="ID", help="run only these claim ids (e.g. C1 C3)")
-    parser.add_argument("--workers", type=_positive_int, default=default_workers(),
-                        help="worker processes of the experiments' sweeps (default: %(default)s, one per core up "
-                        "to 2); results do not depend on it")
+    parser.add_argument("--workers", type=_positive_int, default=_cores(),
+                        help="worker processes, which run the claims in parallel, and those of each experiment's "
+                        "sweeps (default: %(default)s, one per core); results do not depend on it")
     parser.add_argument("--power", action="store_true",
                         help="after the checks, measure each check's size (how often it fails under the true "
                         "theory) and power (how often it rejects each registered wrong theory) over replicates; "
@@ -222,10 +204,32 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _cores() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+#: Exit status when the reader of the output goes away (``attneb derive | head``): 128 + SIGPIPE,
+#: as the shell reports for a program that SIGPIPE ends.
+EXIT_CLOSED_PIPE = 141
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Run a parsed command; returns its exit status, or :data:`EXIT_CLOSED_PIPE`, quietly, if stdout is closed."""
+    try:
+        status = args.func(args)
+        sys.stdout.flush()  # inside the try: a closed pipe may only show at this flush
+        return status
+    except BrokenPipeError:
+        # the interpreter flushes stdout again at exit: point it at /dev/null so that it cannot fail
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_CLOSED_PIPE
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``attneb`` console script; returns the exit status."""
-    args = build_parser().parse_args(argv)
-    return args.func(args)
+    return run_command(build_parser().parse_args(argv))
 
 
 if __name__ == "__main__":

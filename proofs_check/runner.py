@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
+import multiprocessing
+import os
+import signal
+import sys
 import time
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +30,7 @@ from . import training_checks as _training_checks  # noqa: F401  (registers T0-T
 from .registry import CLAIMS, Check, Claim, Context, Evidence
 from .studies import STUDIES
 
-__all__ = ["STUDIES", "CheckResult", "ClaimResult", "run", "run_check", "select"]
+__all__ = ["SHARED_MEASUREMENTS", "STUDIES", "CheckResult", "ClaimResult", "load", "run", "run_check", "select"]
 
 
 @dataclass(frozen=True)
@@ -92,8 +99,20 @@ def run(
     workers: int = 1,
     on_claim: Callable[[ClaimResult], None] | None = None,
     cache: dict | None = None,
+    sources: Sequence[str] = (),
 ) -> list[ClaimResult]:
-    """Run the checks of the claims ``ids`` (default: all), in registry order.
+    """Run the checks of the claims ``ids`` (default: all), reporting them in registry order.
+
+    With ``workers > 1`` the claims run in parallel, in that many spawned processes (one BLAS
+    and kernel thread each, no progress bars), each of which imports the registry and
+    ``sources`` and runs whole claims: the checks of one claim, and the claims of a group of
+    :data:`SHARED_MEASUREMENTS`, run one after another in one process, sharing its cache. Each
+    check's experiments also get ``workers`` processes for their sweeps. The results do not
+    depend on ``workers``: every check computes the same numbers in any process, the store
+    takes concurrent writers, and :class:`ClaimResult` s come in registry order. A check that
+    a fresh process does not know (registered at run time, not by ``sources``) runs in this
+    process, as do all of them with ``workers == 1``; swapped or monkeypatched code reaches
+    only this process.
 
     Parameters
     ----------
@@ -104,21 +123,126 @@ def run(
     out : pathlib.Path
         Report folder, where checks keep their stores and figures (created if needed).
     workers : int
-        Worker processes of the experiments' sweeps.
+        Worker processes: of the claims, and of each experiment's sweeps.
     on_claim : callable, optional
-        Called with each :class:`ClaimResult` as soon as it is complete (progress, streaming).
+        Called with each :class:`ClaimResult` as soon as it and every claim before it are complete.
     cache : dict, optional
-        The run's shared cache (:attr:`Context.cache`); pass one to reuse its contents afterwards
-        (a power analysis decides again on what the run measured).
+        The cache of the checks run in this process (:attr:`Context.cache`); pass one to reuse
+        its contents afterwards (a power analysis decides again on what the run measured).
+    sources : sequence of str
+        Modules or files that register extra claims (see :func:`load`), already loaded here;
+        the worker processes load them too.
     """
     selected = select(ids)
     out.mkdir(parents=True, exist_ok=True)
     ctx = Context(quick=quick, out=out, workers=workers, cache={} if cache is None else cache)
+    parallel = workers > 1 and len(selected) > 1
     results = []
-    for claim_id in selected:
+    for claim_id, remote in (_in_workers(selected, ctx, sources) if parallel else _here(selected)):
         claim = CLAIMS[claim_id]
-        result = ClaimResult(claim, tuple(run_check(c, ctx) for c in claim.checks))
+        checks = tuple(run_check(c, ctx) if r is None else CheckResult(c, *r) for c, r in zip(claim.checks, remote))
+        result = ClaimResult(claim, checks)
         if on_claim is not None:
             on_claim(result)
         results.append(result)
     return results
+
+
+#: Claims that decide on the same measurements, which the first of them to run computes and
+#: stores: they run one after another in one worker process (in parallel, each would compute
+#: them). E6's trained networks.
+SHARED_MEASUREMENTS = (("T1", "T2", "T3"),)
+#: Set in the worker processes before they import numpy: one thread each.
+_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
+#: Outcome of a check in a worker: ``(status, evidence, error, seconds)``, or ``None`` to run it here.
+Outcome = tuple[str, Evidence | None, str | None, float] | None
+
+
+def load(sources: Sequence[str] | None) -> None:
+    """Import the modules (dotted names) or files (``path/to/file.py``) that register extra claims and checks."""
+    for source in sources or ():
+        if source.endswith(".py") or Path(source).is_file():
+            path = Path(source)
+            if not path.is_file():
+                raise FileNotFoundError(f"--load {source!r}: no such file")
+            spec = importlib.util.spec_from_file_location(f"attneb_user_{path.stem}", path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[spec.name] = module
+            spec.loader.exec_module(module)
+        else:
+            importlib.import_module(source)
+
+
+def _here(selected: list[str]) -> Iterator[tuple[str, list[Outcome]]]:
+    for claim_id in selected:
+        yield claim_id, [None] * len(CLAIMS[claim_id].checks)
+
+
+def _groups(selected: list[str]) -> list[list[str]]:
+    """The claims each worker task runs, in registry order: alone, or with those it shares measurements with."""
+    groups, placed = [], {}
+    for claim_id in selected:
+        shared = next((g for g in SHARED_MEASUREMENTS if claim_id in g), ())
+        leader = next((c for c in shared if c in placed), None)
+        if leader is None:
+            placed[claim_id] = len(groups)
+            groups.append([claim_id])
+        else:
+            groups[placed[leader]].append(claim_id)
+            placed[claim_id] = placed[leader]
+    return groups
+
+
+def _in_workers(selected: list[str], ctx: Context, sources: Sequence[str]) -> Iterator[tuple[str, list[Outcome]]]:
+    """Yield each claim's outcomes in registry order, computed by whole claims in ``ctx.workers`` processes."""
+    groups = _groups(selected)
+    saved = {var: os.environ.get(var) for var in (*_THREAD_VARS, "TQDM_DISABLE")}
+    os.environ.update({var: "1" for var in _THREAD_VARS}, TQDM_DISABLE="1")
+    pool = ProcessPoolExecutor(max_workers=min(ctx.workers, len(groups)), mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_start_worker, initargs=(tuple(sources),))
+    try:
+        futures = {}
+        for group in groups:
+            future = pool.submit(_run_claims, [(c, [chk.name for chk in CLAIMS[c].checks]) for c in group],
+                                 ctx.quick, ctx.out, ctx.workers)
+            futures.update(dict.fromkeys(group, future))
+    finally:
+        for var, value in saved.items():
+            if value is None:
+                os.environ.pop(var, None)
+            else:
+                os.environ[var] = value
+    try:
+        for claim_id in selected:
+            yield claim_id, futures[claim_id].result()[claim_id]
+    except BaseException:
+        # ProcessPoolExecutor cannot stop running tasks before Python 3.14: end its processes
+        processes = list((getattr(pool, "_processes", None) or {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        for process in processes:
+            process.terminate()
+        raise
+    pool.shutdown()
+
+
+def _start_worker(sources: tuple[str, ...]) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    load(sources)
+
+
+#: The cache of the checks a worker process runs (:attr:`Context.cache`).
+_WORKER_CACHE: dict = {}
+
+
+def _run_claims(claims: list[tuple[str, list[str]]], quick: bool, out: Path, workers: int) -> dict[str, list[Outcome]]:
+    """In a worker: run the named checks of each claim; ``None`` for a check this process does not know."""
+    ctx = Context(quick=quick, out=out, workers=workers, cache=_WORKER_CACHE)
+    outcomes = {}
+    for claim_id, names in claims:
+        known = {c.name: c for c in CLAIMS[claim_id].checks} if claim_id in CLAIMS else {}
+        outcomes[claim_id] = []
+        for name in names:
+            result = run_check(known[name], ctx) if name in known else None
+            outcomes[claim_id].append(None if result is None else
+                                      (result.status, result.evidence, result.error, result.seconds))
+    return outcomes
