@@ -24,6 +24,7 @@ stores a larger pool of seeds and decides on subsets, :meth:`Context.subsample_s
 from __future__ import annotations
 
 import hashlib
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -709,8 +710,15 @@ def run_dimension(d: int, n: int, seed: int) -> dict:
 
 
 #: Wavenumbers of the fluctuation integral: u = sqrt(h2) |k| on [0, DIM_U_MAX] (exp(-u^2) < 1e-30 beyond),
-#: DIM_U_POINTS of them (Simpson's rule).
-DIM_U_MAX, DIM_U_POINTS = 8.5, 801
+#: DIM_U_POINTS of them (Simpson's rule; 801 points change I_d by < 1e-7 relative).
+DIM_U_MAX, DIM_U_POINTS = 8.5, 201
+
+
+@lru_cache(maxsize=16)
+def _rates(h2: float, rate) -> np.ndarray:
+    """``rate(k, h2)`` on the wavenumbers of the fluctuation integral (cached per rate function: swaps recompute)."""
+    k = np.linspace(0.0, DIM_U_MAX, DIM_U_POINTS) / np.sqrt(h2)
+    return np.array([float(rate(float(kk), h2)) for kk in k])
 
 
 def fluctuation_integral(d: int, t: float, h2: float) -> float:
@@ -722,9 +730,8 @@ def fluctuation_integral(d: int, t: float, h2: float) -> float:
     :math:`\rho I_d(t) / (N (\rho * \varphi_{h_2})^2)`. Radial quadrature over the shell area
     :math:`2\pi^{d/2}/\Gamma(d/2)`.
     """
-    u = np.linspace(0.0, DIM_U_MAX, DIM_U_POINTS)
-    k = u / np.sqrt(h2)
-    rate = np.array([float(stability.growth_rate(float(kk), h2)) for kk in k])
+    k = np.linspace(0.0, DIM_U_MAX, DIM_U_POINTS) / np.sqrt(h2)
+    rate = _rates(h2, stability.growth_rate)
     log_growth = (2 * t / ETA) * np.log1p(ETA * rate)
     shell = 2 * np.pi ** (d / 2) / special.gamma(d / 2) / (2 * np.pi) ** d
     return float(shell * integrate.simpson(k ** (d - 1) * np.exp(log_growth - h2 * k**2), x=k))
@@ -740,10 +747,11 @@ def predicted_fluctuation(d: int, n: int, depth: float) -> float:
     return float((np.mean(weight) * fluctuation_integral(d, depth, DIM_H2) - 1) / n)
 
 
-#: Seeds of the dimension runs start here (seeds 0-3 at N = 2048/8192, 4096/16384, 8192/32768 in d = 1, 2, 3
-#: were the pilot that sized DIM_FACTOR; the check uses fresh ones).
+#: Seeds of the dimension runs start here (pilots, not used by the check: seeds 0-3 at N = 2048/8192, 4096/16384,
+#: 8192/32768 in d = 1, 2, 3 sized DIM_FACTOR; seeds 100-105 at N = 1024-4096, 2048/4096, 2048/4096 measured the
+#: scatter of single runs, 25-90% in 1-D, ~20% in 2-D, 7-25% in 3-D, which sized the ladders of N).
 DIM_SEED_START = 2000
-#: The measured N_c(d) must lie within this factor of the linear theory's. The pilot measured 0.85 (d = 1), 0.71
+#: The measured N_c(d) must lie within this factor of the linear theory's. The first pilot measured 0.85 (d = 1), 0.71
 #: (d = 2) and 0.77 (d = 3) of it (means over its runs; lower at the smaller N, nearer the nonlinear regime): the
 #: theory linearises about a static uniform density, the Gaussian background contracts. The alternatives registered
 #: below sit a factor 2.2 or more from the pilot in at least one dimension.
@@ -751,8 +759,8 @@ DIM_FACTOR = 2.0
 
 DIMENSION_CRITERION = (
     "Dimension runs: Gaussian prior N(0, I_d), sigma2 = 0.5, h2 = 0.1, Euler layers eta = 0.05 to T* = 2.5, "
-    "d = 1, 2, 3 (N: d = 1: 4096, 8192, 16384, 32768; d = 2: 8192, 16384, 32768; d = 3: 16384; quick: d = 1 the same, "
-    "d = 2: 8192, 16384, d = 3: 8192), 8 seeds from 2000. Departure from mean field: eps(t)^2 = mean over 2000 fixed probes (standard "
+    "d = 1, 2, 3 (N in steps of sqrt 2: d = 1: 8 from 2048, d = 2: 5 from 8192, d = 3: 16384; quick: d = 1: 8 from "
+    "1024, d = 2: 3 from 4096, d = 3: 8192), 8 seeds from 2000. Departure from mean field: eps(t)^2 = mean over 2000 fixed probes (standard "
     "normal points of norm <= 1.5, scaled by the mean-field standard deviation sqrt(s_t) of "
     "depth_noise.gaussian_variance_map) of (KDE_h2(p) / rho_(s_t + h2)(p) - 1)^2, the exact mean field's smoothed "
     "density in the denominator; a run has departed when eps >= 0.2, so N_c(d) = N eps^2(T*) / 0.2^2 in the "
@@ -768,8 +776,13 @@ DIMENSION_CRITERION = (
 def dimension_design(quick: bool) -> dict:
     """Token counts per dimension and seeds of the dimension runs."""
     if quick:
-        return {"n": {1: [4096, 8192, 16384, 32768], 2: [8192, 16384], 3: [8192]}, "seeds": 8}
-    return {"n": {1: [4096, 8192, 16384, 32768], 2: [8192, 16384, 32768], 3: [16384]}, "seeds": 8}
+        return {"n": {1: _ladder(1024, 8), 2: _ladder(4096, 3), 3: [8192]}, "seeds": 8}
+    return {"n": {1: _ladder(2048, 8), 2: _ladder(8192, 5), 3: [16384]}, "seeds": 8}
+
+
+def _ladder(start: int, count: int) -> list[int]:
+    """``count`` token counts from ``start`` in steps of sqrt 2 (each N a fresh draw: pooled, they shrink the scatter)."""
+    return [int(round(start * 2 ** (i / 2))) for i in range(count)]
 
 
 def _dimension_key(d: int, n: int, seed: int) -> str:
@@ -881,7 +894,7 @@ def _growth_times(factor):
            alternative("rate x 0.5", "lambda(k) x 0.5", swap("theory.stability:growth_rate", _growth_times(0.5))),
            alternative("rate x 1.5", "lambda(k) x 1.5", swap("theory.stability:growth_rate", _growth_times(1.5))),
        ],
-       note="criterion fixed after a pilot (seeds 0-3, not used by the check): measured / linear theory 0.85 "
+       note="criterion fixed after pilots (seeds 0-3 and 100-105, not used by the check): measured / linear theory 0.85 "
             "(d = 1), 0.71 (d = 2), 0.77 (d = 3), means over its runs; the linear theory linearises about a static uniform "
             "density, the Gaussian background here contracts (as in the onset check's +2%). The per-mode law "
             "(structure factor near k*) is the same in every d; the kernel-scale fluctuation sums the modes of the "
