@@ -12,5 +12,5 @@ python3 - <<'PY'
 import torch, triton
 print(f"torch {torch.__version__}, triton {triton.__version__}, device {torch.cuda.get_device_name()}")
 PY
-timeout 200 python3 benchmarks/gpu.py --choose --reach --reach-n 262144 --max-seconds 15
-timeout 150 python3 -m pytest -q -p no:cacheprovider -m gpu tests/numerics/test_gpu.py
+timeout 220 python3 benchmarks/gpu.py --choose --reach --reach-n 262144 --max-seconds 12
+timeout 75 python3 -m pytest -q -p no:cacheprovider -m gpu tests/numerics/test_gpu.py
