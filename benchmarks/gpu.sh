@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The GPU checks in one prepared script: the GPU tests, then the timing and accuracy table of one
-# exact layer (N = 65536, 262144, 10^6; d = 1, 3, 16; float32 and float64) after choosing the
-# kernel's configuration, then E1's sphere and E3's Gaussian on the GPU at N = 262144.
+# The GPU checks in one prepared script: the timing and accuracy table of one exact layer
+# (N = 65536, 262144, 10^6; d = 1, 3, 16; float32 and float64) after choosing the kernel's
+# configuration, E1's sphere and E3's Gaussian on the GPU at N = 262144, then the GPU tests.
 # Installs nothing: it needs this repository, numpy, scipy, sympy, mpmath, matplotlib, tqdm,
 # threadpoolctl, pytest and hypothesis, and torch with CUDA and triton (the [gpu] extra).
 # Usage: bash benchmarks/gpu.sh   (from the repository root; about 4 minutes on one H100)
