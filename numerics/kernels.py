@@ -16,7 +16,8 @@ Queries and keys are first centred on the key mean (the sums are translation inv
 and centring keeps the cancellation error relative to the spread of the data rather than
 its distance from the origin). The logits then come from one matrix product of augmented
 operands, :math:`\ell_{mj} = [q_m/h_2,\, -\lVert q_m\rVert^2/(2h_2),\, 1] \cdot
-[k_j,\, 1,\, -\lVert k_j\rVert^2/(2h_2)]`, and are clipped at 0 (distances at 0).
+[k_j,\, 1,\, -\lVert k_j\rVert^2/(2h_2)]`, and are clipped at 0 (distances at 0) wherever
+their rounding error could pass ``2**-20``.
 
 Large coordinates. Before centring, points with a coordinate of magnitude 1 or more are
 divided by the power of two ``2**e`` that brings every coordinate below 1, and ``h2`` by
@@ -263,14 +264,27 @@ def _tile_shape(m: int, n: int, budget_bytes: int) -> tuple[int, int]:
 
 
 def _weights(a_rows, bt_cols, zeros, out):
-    """``out[:] = exp(min(a_rows @ bt_cols, 0))``, in place."""
+    """``out[:] = exp(min(a_rows @ bt_cols, 0))`` in place; without the clipping when ``zeros`` is ``None``."""
     np.matmul(a_rows, bt_cols, out=out)
-    # about twice as fast against an array of zeros as against the scalar 0
-    np.minimum(out, zeros[: out.size].reshape(out.shape), out=out)
+    if zeros is not None:
+        # about twice as fast against an array of zeros as against the scalar 0
+        np.minimum(out, zeros[: out.size].reshape(out.shape), out=out)
     np.exp(out, out=out)
 
 
-def _numpy_rows(a, bt, values, acc, rows, cols, r0):
+def _must_clip(a, bt) -> bool:
+    """Whether a logit ``a @ bt``, at most 0 exactly, may round above ``2**-20``.
+
+    Each logit's rounding error is below ``(d + 3) u sum_c max|a[:, c]| max|bt[c]|`` (the
+    product's and the operands' roundings, ``u = 2**-53``). Below ``2**-20``, no weight exceeds
+    ``1 + 2**-19`` unclipped and the numpy path leaves the clipping out: the weights carry
+    their logits' rounding error either way (clipping only moves the positive ones to 0).
+    """
+    terms = np.abs(a).max(axis=0) @ np.abs(bt).max(axis=1)
+    return (a.shape[1] + 1) * 2.0**-53 * terms > 2.0**-20
+
+
+def _numpy_rows(a, bt, values, acc, rows, cols, clip, r0):
     """``acc[i] = sum_j exp(min(l_ij, 0)) values[j]`` for the ``rows`` queries from ``r0``, with ``l = a @ bt``."""
     n = bt.shape[1]
     r1 = min(r0 + rows, a.shape[0])
@@ -278,7 +292,7 @@ def _numpy_rows(a, bt, values, acc, rows, cols, r0):
     out[:] = 0.0
     a_rows = a[r0:r1]
     block = np.empty((r1 - r0) * min(cols, n))
-    zeros = np.zeros(block.size)
+    zeros = np.zeros(block.size) if clip else None
     for c0 in range(0, n, cols):
         c1 = min(c0 + cols, n)
         weights = block[: (r1 - r0) * (c1 - c0)].reshape(r1 - r0, c1 - c0)
@@ -286,14 +300,14 @@ def _numpy_rows(a, bt, values, acc, rows, cols, r0):
         out += weights @ values[c0:c1]
 
 
-def _general_sums(a, bt, values, budget_bytes):
+def _general_sums(a, bt, values, budget_bytes, *, clip=True):
     """``acc[i] = sum_j exp(min(l_ij, 0)) values[j]`` for every query, by blocks of rows."""
     m, n = a.shape[0], bt.shape[1]
     rows, cols = _tile_shape(m, n, budget_bytes)
     acc = np.empty((m, values.shape[1]))
     accel = _accelerator_for(a.shape[1] - 2)
     if accel is None:
-        task = partial(_numpy_rows, a, bt, values, acc, rows, cols)
+        task = partial(_numpy_rows, a, bt, values, acc, rows, cols, clip)
     else:
         tile = min(cols, _ACCEL_TILE)
 
@@ -305,7 +319,7 @@ def _general_sums(a, bt, values, budget_bytes):
     return acc
 
 
-def _symmetric_row(a, bt, values, size, r0):
+def _symmetric_row(a, bt, values, size, clip, r0):
     """The sums that the tiles of one block row contribute, queries = keys (numpy path).
 
     The tiles are those of the rows ``r0 <= i < r0 + size`` and the columns ``j >= r0``: each
@@ -321,7 +335,7 @@ def _symmetric_row(a, bt, values, size, r0):
     row_sums = np.empty((len(starts), r1 - r0, values.shape[1]))
     a_rows, v_rows = a[r0:r1], values[r0:r1]
     block = np.empty((r1 - r0) * size)
-    zeros = np.zeros(block.size)
+    zeros = np.zeros(block.size) if clip else None
     for t, c0 in enumerate(starts):
         c1 = min(c0 + size, n)
         weights = block[: (r1 - r0) * (c1 - c0)].reshape(r1 - r0, c1 - c0)
@@ -333,7 +347,7 @@ def _symmetric_row(a, bt, values, size, r0):
     return part
 
 
-def _symmetric_sums(a, bt, values, budget_bytes):
+def _symmetric_sums(a, bt, values, budget_bytes, *, clip=True):
     """As :func:`_general_sums` when queries and keys are the same points: each weight is computed once.
 
     One task per block row (:func:`_symmetric_row`); their sums are added in the order of the
@@ -345,7 +359,7 @@ def _symmetric_sums(a, bt, values, budget_bytes):
     acc = np.zeros((n, width))
     if accel is None:
         size = min(n, isqrt(entries))
-        task = partial(_symmetric_row, a, bt, values, size)
+        task = partial(_symmetric_row, a, bt, values, size, clip)
         tile_bytes = 8 * size * size
 
         def add(r0, part):
@@ -441,7 +455,7 @@ def _streaming_kernel_sums(queries, keys, h2, budget_bytes, *, want_mean):
     a, bt, values = _operands(queries, keys, h2, queries.shape[1] if want_mean else 0)
     symmetric = queries.shape == keys.shape and np.array_equal(queries, keys)
     with single_blas_thread():
-        acc = (_symmetric_sums if symmetric else _general_sums)(a, bt, values, budget_bytes)
+        acc = (_symmetric_sums if symmetric else _general_sums)(a, bt, values, budget_bytes, clip=_must_clip(a, bt))
         shift = _underflow_shift(a, bt, values, acc, budget_bytes)
     lse = shift + np.log(acc[:, 0])
     mean = acc[:, 1:] / acc[:, :1] if want_mean else None

@@ -10,7 +10,7 @@ from scipy.stats import multivariate_normal
 
 import numerics
 from numerics import kernels
-from tests.strategies import bandwidths, point_clouds, queries_and_keys, rotations
+from tests.strategies import bandwidths, log_uniform, point_clouds, queries_and_keys, rotations
 
 
 def naive_kernel_mean(q, k, h2):
@@ -281,6 +281,18 @@ def test_symmetric_sums_match_general_sums(accelerator, budget):
     np.testing.assert_allclose(symmetric[:, 0], general[:, 0], rtol=1e-12)
     means = [sums[:, 1:] / sums[:, :1] for sums in (symmetric, general)]
     np.testing.assert_allclose(*means, rtol=0, atol=1e-12 * np.abs(x).max())
+
+
+@given(point_clouds(max_n=40), log_uniform(1e-12, 1e3))
+def test_clipping_is_left_out_only_where_no_logit_rounds_up(x, h2):
+    a, bt, values = kernels._operands(x, x, h2, x.shape[1])
+    if kernels._must_clip(a, bt):
+        return
+    assert (a @ bt).max() <= 2.0**-20
+    clipped = kernels._symmetric_sums(a, bt, values, 3000, clip=True)
+    unclipped = kernels._symmetric_sums(a, bt, values, 3000, clip=False)
+    # a weight moves by a factor of at most exp(2**-20) without the clipping
+    assert np.all(np.abs(unclipped - clipped) <= 2.0**-19 * clipped[:, :1] * np.abs(values).max())
 
 
 @pytest.mark.usefixtures("restore_kernel_config")
