@@ -14,9 +14,9 @@ E3's Gaussian (tau2 = 1, sigma2 = 0.5, h2 = 0.05, T = T*) at N = ``--reach-n`` (
 wall time, the gap of two-stage to Bayes on the context, and for E3 the token variance at T*
 against the exact mean-field value.
 
-``--choose``: first time the kernel configurations of :data:`VARIANTS` (block shapes, logits from
-coordinate differences or from one matrix product of augmented operands) and use the fastest whose
-error stays within :data:`ACCEPT` (to choose ``numerics.gpu._CONFIG``).
+``--choose``: first time the kernel configurations of :data:`VARIANTS` (block shapes, warps, the
+products' input precision) and use the fastest whose error stays within :data:`ACCEPT` (to choose
+``numerics.gpu._CONFIG``).
 """
 
 from __future__ import annotations
@@ -79,12 +79,10 @@ def table(ns, ds, repeat, max_seconds):
                       f"{n * n / med / 1e9:>9.1f} {_error(x, precision):>10.2e}", flush=True)
 
 
-#: Kernel configurations tried by ``--choose`` (BLOCK_M, BLOCK_N, num_warps, logits by a product, products' precision).
+#: Kernel configurations tried by ``--choose``: (BLOCK_M, BLOCK_N, num_warps, the products' input precision).
 VARIANTS = {
-    "float64": [(64, 64, 4, False, "ieee"), (64, 64, 4, True, "ieee"), (128, 64, 8, True, "ieee"),
-                (64, 128, 4, True, "ieee"), (32, 64, 4, True, "ieee")],
-    "float32": [(128, 64, 8, False, "tf32x3"), (128, 64, 8, True, "tf32x3"), (128, 128, 8, True, "tf32x3"),
-                (64, 64, 4, True, "tf32x3"), (128, 64, 8, True, "ieee")],
+    "float64": [(64, 64, 4, "ieee"), (128, 64, 8, "ieee"), (64, 128, 4, "ieee"), (32, 64, 4, "ieee")],
+    "float32": [(64, 64, 4, "tf32x3"), (128, 64, 8, "tf32x3"), (128, 128, 8, "tf32x3"), (128, 64, 8, "ieee")],
 }
 #: Largest error/scale a variant may show against the numpy path to be chosen.
 ACCEPT = {"float64": 1e-10, "float32": gpu.FLOAT32_TOLERANCE}
