@@ -289,7 +289,7 @@ def test_exact_backend_is_the_previous_flow_bit_for_bit():
     np.testing.assert_array_equal(flow.particle_flow(x, 0.2, 1.0, eta=0.25, backend="auto"), tokens)
 
 
-@pytest.mark.parametrize("d,h2,tol", [(1, 0.1, 1e-8), (2, 0.1, 1e-8), (3, 4.0, 1e-6)])
+@pytest.mark.parametrize("d,h2,tol", [(1, 0.1, 1e-8), (2, 0.1, 1e-8), pytest.param(3, 4.0, 1e-6, marks=pytest.mark.slow)])
 def test_binned_flow_is_the_layer_map_of_binned_sums(d, h2, tol):
     """Every layer uses the grid of depth 0 (same tolerance and scale) on tokens sorted by cell."""
     x = mixture_batch(1000, d, seed=16)
