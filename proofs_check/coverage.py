@@ -39,6 +39,10 @@ REPORT_FUNCTIONS: dict[str, tuple[str, ...]] = {
         "numerics.transformer:AttentionHead.__call__",
         "numerics.transformer:TwoStageTransformer.__call__",
     ),
+    "explicit-schedule comparators (E7)": (
+        "numerics.schedules:oracle_reverse_flow",
+        "numerics.schedules:annealed_flow",
+    ),
     "trained networks": (
         "numerics.training:TrainedTransformer.denoise",
         "numerics.training:loss_and_gradient",

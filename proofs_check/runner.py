@@ -24,6 +24,7 @@ from . import evaluator_checks as _evaluator_checks  # noqa: F401  (registers th
 from . import meanfield_checks as _meanfield_checks  # noqa: F401  (registers G1, G2, S1 simulations)
 from . import numeric_checks as _numeric_checks  # noqa: F401  (registers the numeric checks)
 from . import prior_checks as _prior_checks  # noqa: F401  (registers Tweedie and the Bayes risks of every prior)
+from . import schedule_checks as _schedule_checks  # noqa: F401  (registers A1, experiment E7)
 from . import stability_checks as _stability_checks  # noqa: F401  (registers E3)
 from . import symbolic_checks as _symbolic_checks  # noqa: F401  (registers the derivations)
 from . import training_checks as _training_checks  # noqa: F401  (registers T0-T3, experiment E6)

@@ -8,12 +8,12 @@ import pytest
 import sympy as sp
 
 import theory
-from numerics import estimators, flow, kernels, training
+from numerics import estimators, flow, kernels, schedules, training
 from proofs_check import cli, symbolic_checks
 from proofs_check.registry import CLAIMS, Context
 from theory import depth_noise, stability
 
-NUMERIC_CLAIMS = ["C1", "C2", "C3", "C7", "C9", "G1", "G2", "S1", "T0", "G4"]
+NUMERIC_CLAIMS = ["C1", "C2", "C3", "C7", "C9", "G1", "G2", "S1", "T0", "G4", "A1"]
 
 
 def verify(tmp_path, *ids):
@@ -99,6 +99,16 @@ def _stage_one_with_half_the_bandwidth(monkeypatch):
     monkeypatch.setattr(flow, "particle_flow", lambda x0, h2, T, **kwargs: real(x0, h2 / 2, T, **kwargs))
 
 
+def _annealed_layers_keep_the_first_bandwidth(monkeypatch):
+    real = schedules.annealed_schedule
+
+    def fixed(sigma2, n_layers, ratio):
+        bandwidths, steps = real(sigma2, n_layers, ratio)
+        return np.full_like(bandwidths, ratio * sigma2), steps
+
+    monkeypatch.setattr(schedules, "annealed_schedule", fixed)
+
+
 BREAKAGES = {
     "G1": [_gaussian_horizon_is_leading_order],
     "G2": [_layer_map_off_by_a_factor],
@@ -110,6 +120,7 @@ BREAKAGES = {
     "C9": [_no_stage_one],
     "T0": [_training_backward_drops_the_key_norm_bias, _training_stage_two_without_value_scale],
     "G4": [_stage_one_with_half_the_bandwidth],
+    "A1": [_annealed_layers_keep_the_first_bandwidth],
 }
 
 
