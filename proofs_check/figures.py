@@ -71,8 +71,9 @@ def _loglog(ax, xlabel=N_LABEL, ylabel=GAP_LABEL):
 def plot_recovery(panels: dict[str, dict[str, list[dict]]], folder: Path, name: str = "E1_recovery") -> Path:
     """E1: gap to Bayes against N (log-log), one panel per prior, one colour per bandwidth schedule.
 
-    Solid: two-stage at ``T = T*``; dotted: Stage 2 alone. A vertical line of the schedule's
-    colour marks where ``N`` crosses the stability bound ``N_c`` (S1), if it does.
+    Solid: two-stage at ``T = T*`` (in-sample gap); dashed: two-stage on fresh noisy queries; dotted:
+    Stage 2 alone. A vertical line of the schedule's colour marks where ``N`` crosses the stability
+    bound ``N_c`` (S1), if it does.
     """
     from theory import stability
 
@@ -83,9 +84,11 @@ def plot_recovery(panels: dict[str, dict[str, list[dict]]], folder: Path, name: 
         ax.set_visible(False)
     for ax, (prior, schedules) in zip(axes.flat, panels.items()):
         for (schedule, rows), colour in zip(schedules.items(), _colours()):
-            for estimator, style, what in (("two-stage", "-o", "two-stage"), ("stage-two-only", ":s", "L = 0")):
+            for estimator, column, style, what in (("two-stage", "gap", "-o", "two-stage"),
+                                                   ("two-stage", "oos_gap", "--^", "two-stage, fresh queries"),
+                                                   ("stage-two-only", "gap", ":s", "L = 0")):
                 sub = [r for r in rows if r["estimator"] == estimator]
-                n, mean, half = grouped_intervals(sub, "n", "gap")
+                n, mean, half = grouped_intervals(sub, "n", column)
                 ax.errorbar(n, mean, yerr=half, fmt=style, color=colour, capsize=3, ms=4, label=f"{what}, {schedule}")
             two = [r for r in rows if r["estimator"] == "two-stage"]
             ratio = [(r["n"], r["n"] / stability.token_scaling(r["sigma2"], r["h2"])) for r in two]
