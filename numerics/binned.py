@@ -172,7 +172,8 @@ _EPS = 0.25  # B(q) <= e^{...} B_{alpha'}(nearest node), alpha' = (1 + eps) alph
 _ALPHA_NODE = (1.0 + _EPS) * _ALPHA
 _SAFETY = 4.0  # margin of the a-priori spacing for locally uniform keys
 _MAX_RATIO = 0.125  # spacing <= sqrt(h2) / 8
-_CHUNK_VALUES = 2**20  # stencil entries (points x p**d nodes) spread or interpolated at once
+_CHUNK_VALUES = 2**20  # stencil entries (points x p**d nodes) spread or interpolated at once ...
+_CHUNK_POINTS = 2**13  # ... and at most this many points (their gathered values stay in cache)
 _LOCAL_ROWS, _LOCAL_CELLS = 4, 64  # mean step between consecutive points that counts as local
 _UNIT = np.finfo(np.float64).eps / 2
 _CUT = np.sqrt(2.0 * np.log(1.0 / _UNIT))  # kernel cut-off radius / sqrt(h2)
@@ -520,8 +521,8 @@ def _node_offsets(shape, p):
 
 
 def _chunks(n, p, d):
-    """``(lo, hi)`` ranges of points whose stencils hold about :data:`_CHUNK_VALUES` entries."""
-    size = max(1, _CHUNK_VALUES // p**d)
+    """``(lo, hi)`` ranges of points whose stencils hold at most :data:`_CHUNK_VALUES` entries."""
+    size = max(1, min(_CHUNK_POINTS, _CHUNK_VALUES // p**d))
     return ((lo, min(n, lo + size)) for lo in range(0, n, size))
 
 
@@ -567,7 +568,7 @@ def _axis_spectra(n_fft, cut, delta, h2, last):
 def _convolve(grid, layout, plan, want_dev):
     """Convolutions on the grid, cells flattened.
 
-    Returns ``table`` (``[S0, D_1, .., D_d]`` or ``[S0]``, one column each), ``B_alpha'`` and the
+    Returns ``columns`` (``[S0, D_1, .., D_d]`` or ``[S0]``, one row each), ``B_alpha'`` and the
     largest absolute value of each.
     """
     d = grid.ndim
@@ -579,35 +580,35 @@ def _convolve(grid, layout, plan, want_dev):
     recipes = [(0,) * d] + ([tuple(int(a == k) for a in range(d)) for k in range(d)] if want_dev else []) + [(2,) * d]
     spectrum = scipy.fft.rfftn(grid, s=layout.fft_shape)
     region = tuple(slice(0, n) for n in layout.shape)
-    table = np.empty(layout.shape + (len(recipes) - 1,))
-    peaks = []
+    outputs = np.empty((len(recipes),) + layout.shape)
     for col, recipe in enumerate(recipes):
         kernel = axes[0][recipe[0]]
         for axis in range(1, d):
             kernel = np.multiply.outer(kernel, axes[axis][recipe[axis]])
         kernel *= spectrum
-        values = scipy.fft.irfftn(kernel, s=layout.fft_shape)[region]
-        peaks.append(max(values.max(), -values.min()))
-        if col < len(recipes) - 1:
-            table[..., col] = values
-    return table.reshape(-1, len(recipes) - 1), values.ravel(), np.array(peaks)
+        outputs[col] = scipy.fft.irfftn(kernel, s=layout.fft_shape)[region]
+    outputs = outputs.reshape(len(recipes), -1)
+    peaks = np.maximum(outputs.max(axis=1), -outputs.min(axis=1))
+    return outputs[:-1], outputs[-1], peaks
 
 
-def _interpolate(table, stencil, shape, p):
-    """``sum_g l_g(q) C[g]`` for every query and every column of ``table`` (cells x columns), one row per column.
+def _interpolate(columns, stencil, shape, p):
+    """``sum_g l_g(q) C[g]`` for every query (last axis) and every row of ``columns``.
 
-    In chunks of queries: gather the ``p**d`` node rows of a chunk, then contract them with the
-    weights one dimension at a time, the last first.
+    In chunks of queries: gather the ``p**d`` node values of a chunk, then contract them with the
+    weights one dimension at a time, the last first (``einsum``).
     """
     n, d = len(stencil.flat), len(shape)
     offsets = _node_offsets(shape, p).reshape((p,) * d + (1,))
-    out = np.empty((n, table.shape[1]))
+    out = np.empty((columns.shape[0], n))
     for lo, hi in _chunks(n, p, d):
-        values = table.take(stencil.flat[lo:hi] + offsets, axis=0)
-        for axis in range(d - 1, -1, -1):
-            values = np.einsum("...bnc,bn->...nc", values, stencil.weights[axis, :, lo:hi])
-        out[lo:hi] = values
-    return out.T
+        index = stencil.flat[lo:hi] + offsets
+        for row, column in zip(out, columns):
+            values = np.take(column, index)
+            for axis in range(d - 1, -1, -1):
+                values = np.einsum("...bn,bn->...n", values, stencil.weights[axis, :, lo:hi])
+            row[lo:hi] = values
+    return out
 
 
 @dataclass(frozen=True)
@@ -649,7 +650,7 @@ def _grid_sums(queries, keys, plan, *, want_dev) -> _GridSums:
     keys_t = np.ascontiguousarray(keys.T)
     key_stencil, key_order = _sorted(_stencil(keys_t, layout, plan), layout.shape)
     grid = _spread(key_stencil, layout.shape, p)
-    table, node_sums, peaks = _convolve(grid, layout, plan, want_dev)
+    columns, node_sums, peaks = _convolve(grid, layout, plan, want_dev)
 
     if queries is keys:
         inside = np.ones(len(queries), dtype=bool)
@@ -658,7 +659,7 @@ def _grid_sums(queries, keys, plan, *, want_dev) -> _GridSums:
         queries_t = np.ascontiguousarray(queries.T)
         inside = _inside(queries_t, layout)
         q_stencil, q_order = _sorted(_stencil(queries_t[:, inside], layout, plan), layout.shape)
-    sums = _interpolate(table, q_stencil, layout.shape, p)
+    sums = _interpolate(columns, q_stencil, layout.shape, p)
     near = node_sums[q_stencil.nearest]
     if q_order is not None:
         sums[:, q_order], near[q_order] = sums.copy(), near.copy()
