@@ -900,7 +900,9 @@ def _growth_times(factor):
             "(structure factor near k*) is the same in every d; the kernel-scale fluctuation sums the modes of the "
             "shell |k| ~ k*, whose count grows like h2^(-(d-1)/2) (theory.stability: log N_c(d) = 2 sigma2/(e h2) + "
             "((d-1)/2) log(1/h2) + O(1), the same leading order in every d); one h2 here, so the check tests the "
-            "prefactor at h2 = 0.1, not the exponent of h2")
+            "prefactor at h2 = 0.1, not the exponent of h2. Measured on its seeds (2000-2007): measured / linear theory "
+            "0.83, 0.78, 0.70 (quick; 3-D at N = 8192, nearer the nonlinear regime) and 0.92, 0.85, 0.81 (full) for "
+            "d = 1, 2, 3; every registered alternative fails in both modes. Size not yet measured by a power run")
 def threshold_in_dimension(ctx: Context) -> Evidence:
     runs, design = _dimension_runs(ctx)
     d = decide_dimension(runs, design)
