@@ -893,6 +893,8 @@ def _growth_times(factor):
                        swap("theory.stability:growth_rate", _one_over_e_rate)),
            alternative("rate x 0.5", "lambda(k) x 0.5", swap("theory.stability:growth_rate", _growth_times(0.5))),
            alternative("rate x 1.5", "lambda(k) x 1.5", swap("theory.stability:growth_rate", _growth_times(1.5))),
+           alternative("rate x 0.85", "lambda(k) x 0.85 (a near miss)",
+                       swap("theory.stability:growth_rate", _growth_times(0.85))),
        ],
        note="criterion fixed after pilots (seeds 0-3 and 100-105, not used by the check): measured / linear theory 0.85 "
             "(d = 1), 0.71 (d = 2), 0.77 (d = 3), means over its runs; the linear theory linearises about a static uniform "
@@ -902,7 +904,19 @@ def _growth_times(factor):
             "((d-1)/2) log(1/h2) + O(1), the same leading order in every d); one h2 here, so the check tests the "
             "prefactor at h2 = 0.1, not the exponent of h2. Measured on its seeds (2000-2007): measured / linear theory "
             "0.83, 0.78, 0.70 (quick; 3-D at N = 8192, nearer the nonlinear regime) and 0.92, 0.85, 0.81 (full) for "
-            "d = 1, 2, 3; every registered alternative fails in both modes. Size not yet measured by a power run")
+            "d = 1, 2, 3; every registered alternative fails in both modes. Size not yet measured by a power run. Added "
+            "on a referee's report: (1) provenance: the design of 6e4a61b (ladders of N) came after 41 runs of the "
+            "check's own seeds (2000-2005) had finished under cf4b970's design; those runs pass cf4b970's criterion "
+            "too (d = 3: 8534 [6229, 10840] against a lower limit of 6160), so the change did not turn a failure "
+            "into a pass, but it was not made before any run of the check's seeds, as its commit message says; "
+            "(2) near misses pass: the whole prediction x 0.6 or x 0.7, the rate x 0.8 to x 0.9 (x 0.9 fits better "
+            "than the theory: 1.10, 1.06, 0.96), and a log(1/h2) coefficient of 0.3-0.4 in place of (d - 1)/2: the "
+            "effective band is about [0.55, 1.25] x the theory, and the registered near miss 'rate x 0.85' passes "
+            "(power about 0); (3) theory.stability.fluctuation_threshold (the Laplace form N_C_DIM) is reported, not "
+            "decided on; (4) quick mode's 3-D runs sit at N = 8192, about 0.66 N_c(3), below the threshold, and "
+            "nothing checks that N eps^2 does not depend on N. A deterministic check of N_C_DIM against the "
+            "fluctuation integral in d = 1, 2, 3, a design with every N >= 2 N_c(d) and fresh seeds are left for a "
+            "later session")
 def threshold_in_dimension(ctx: Context) -> Evidence:
     runs, design = _dimension_runs(ctx)
     d = decide_dimension(runs, design)

@@ -54,9 +54,12 @@ def test_every_registered_alternative_is_rejected_on_data_that_follow_the_theory
     runs = synthetic_runs(DESIGN, factor=0.75)
     chk = registered()
     assert chk.replication == "subsample" and chk.criterion == sc.DIMENSION_CRITERION
+    near_misses = {"rate x 0.85"}  # registered with power about 0 on the real runs (the check's note)
     assert {"N_c independent of d", "every mode at the fastest rate", "no growth", "rate peaking at 1/e",
-            "rate x 0.5", "rate x 1.5"} == {a.name for a in chk.wrong_theories()}
+            "rate x 0.5", "rate x 1.5", *near_misses} == {a.name for a in chk.wrong_theories()}
     for alt in chk.wrong_theories():
+        if alt.name in near_misses:
+            continue
         with alt.applied():
             decided = sc.decide_dimension(runs, DESIGN)
         assert not decided["passed"], alt.name
