@@ -74,15 +74,15 @@ def _modules():
         return None
 
     @triton.jit(do_not_specialize=["m", "n"])
-    def kernel_sums(q_ptr, ka_ptr, values_ptr, lse_ptr, mean_ptr, m, n, D: tl.constexpr, DP: tl.constexpr,
+    def kernel_sums(qa_ptr, ka_ptr, values_ptr, lse_ptr, mean_ptr, m, n, D: tl.constexpr, DP: tl.constexpr,
                     KP: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, WANT_MEAN: tl.constexpr,
                     DOT: tl.constexpr):
-        dtype = q_ptr.dtype.element_ty
+        dtype = qa_ptr.dtype.element_ty
         rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
         row_ok = rows < m
         dims = tl.arange(0, DP)
         aug = tl.arange(0, KP)
-        q = tl.load(q_ptr + rows[:, None] * KP + aug[None, :], mask=row_ok[:, None], other=0.0)
+        q = tl.load(qa_ptr + rows[:, None] * KP + aug[None, :], mask=row_ok[:, None], other=0.0)
         run_max = tl.full([BLOCK_M], float("-inf"), dtype)
         run_sum = tl.zeros([BLOCK_M], dtype)
         acc = tl.zeros([BLOCK_M, DP], dtype)
@@ -122,8 +122,8 @@ def require() -> None:
 
 
 #: Per precision: (BLOCK_M, BLOCK_N, num_warps, the input precision of the matrix products). Chosen by
-#: ``benchmarks/gpu.py --choose`` on an H100 (the fastest of five shapes, and than logits from coordinate
-#: differences: 3.4x in float64, 1.8x in float32).
+#: ``benchmarks/gpu.py --choose`` on an H100: the fastest of the shapes tried, and 3.4x (float64) and 1.8x
+#: (float32) faster than logits from coordinate differences, at the same accuracy.
 _CONFIG = {"float64": (64, 64, 4, "ieee"), "float32": (64, 64, 4, "tf32x3")}
 
 
@@ -174,7 +174,13 @@ def _prepare(queries, keys, h2, precision):
     h2 = check_positive(h2, "h2")
     precision = check_option(precision, "precision", PRECISIONS)
     centre = keys.mean(axis=0)
-    return queries - centre, keys - centre, centre, h2, precision
+    queries, keys = queries - centre, keys - centre
+    extent = max(float(np.abs(queries).max(initial=0.0)), float(np.abs(keys).max(initial=0.0)))
+    limit = np.finfo(precision).max
+    if extent > 0 and 2 * np.log(extent) + np.log(queries.shape[1]) - np.log(2 * h2) > np.log(limit) - 1:
+        raise ValueError(f"coordinates up to {extent:.3g} from the keys' mean with h2 == {h2!r}: the squared "
+                         f"distances / (2 h2) overflow {precision} on the GPU path; rescale the data and h2 together")
+    return queries, keys, centre, h2, precision
 
 
 def kernel_logsumexp(queries, keys, h2, *, precision="float64") -> np.ndarray:

@@ -89,6 +89,10 @@ def test_precision_and_inputs_are_validated_before_any_gpu_work():
         gpu.kernel_logsumexp(np.zeros((2, 1)), np.zeros((3, 1)), 0.0)
     with pytest.raises(ValueError, match="nan or inf"):
         gpu.kernel_mean(np.full((2, 1), np.nan), np.zeros((3, 1)), 1.0)
+    with pytest.raises(ValueError, match="overflow float64"):
+        gpu.kernel_mean(np.array([[1e160]]), np.array([[0.0], [1.0]]), 1.0)
+    with pytest.raises(ValueError, match="overflow float32"):
+        gpu.kernel_logsumexp(np.array([[1e20]]), np.array([[0.0], [1.0]]), 1.0, precision="float32")
 
 
 def test_auto_takes_the_gpu_only_where_one_is_present_and_the_grid_does_not_apply(monkeypatch):
