@@ -28,6 +28,8 @@ from . import schedule_checks as _schedule_checks  # noqa: F401  (registers A1, 
 from . import stability_checks as _stability_checks  # noqa: F401  (registers E3)
 from . import symbolic_checks as _symbolic_checks  # noqa: F401  (registers the derivations)
 from . import training_checks as _training_checks  # noqa: F401  (registers T0-T3, experiment E6)
+from numerics.sweep.workers import THREAD_VARS, child_environment
+
 from .registry import CLAIMS, Check, Claim, Context, Evidence
 from .studies import STUDIES
 
@@ -153,8 +155,6 @@ def run(
 #: stores: they run one after another in one worker process (in parallel, each would compute
 #: them). E6's trained networks.
 SHARED_MEASUREMENTS = (("T1", "T2", "T3"),)
-#: Set in the worker processes before they import numpy: one thread each.
-_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
 #: Outcome of a check in a worker: ``(status, evidence, error, seconds)``, or ``None`` to run it here.
 Outcome = tuple[str, Evidence | None, str | None, float] | None
 
@@ -197,22 +197,16 @@ def _groups(selected: list[str]) -> list[list[str]]:
 def _in_workers(selected: list[str], ctx: Context, sources: Sequence[str]) -> Iterator[tuple[str, list[Outcome]]]:
     """Yield each claim's outcomes in registry order, computed by whole claims in ``ctx.workers`` processes."""
     groups = _groups(selected)
-    saved = {var: os.environ.get(var) for var in (*_THREAD_VARS, "TQDM_DISABLE")}
-    os.environ.update({var: "1" for var in _THREAD_VARS}, TQDM_DISABLE="1")
-    pool = ProcessPoolExecutor(max_workers=min(ctx.workers, len(groups)), mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_start_worker, initargs=(tuple(sources),))
-    try:
+    # the workers start (and import numpy) with one thread each and no progress bars
+    with child_environment({**dict.fromkeys(THREAD_VARS, "1"), "TQDM_DISABLE": "1"}, override=True):
+        pool = ProcessPoolExecutor(max_workers=min(ctx.workers, len(groups)),
+                                   mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=_start_worker, initargs=(tuple(sources),))
         futures = {}
         for group in groups:
             future = pool.submit(_run_claims, [(c, [chk.name for chk in CLAIMS[c].checks]) for c in group],
                                  ctx.quick, ctx.out, ctx.workers)
             futures.update(dict.fromkeys(group, future))
-    finally:
-        for var, value in saved.items():
-            if value is None:
-                os.environ.pop(var, None)
-            else:
-                os.environ[var] = value
     try:
         for claim_id in selected:
             yield claim_id, futures[claim_id].result()[claim_id]

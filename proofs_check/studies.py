@@ -23,6 +23,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from numerics import sweep
+from numerics.sweep.workers import THREAD_VARS, child_environment
 
 __all__ = ["STUDIES", "Study", "computed", "default_workers", "mode_name", "run_configs", "stored_rows", "study"]
 
@@ -100,10 +101,6 @@ def stored_rows(store: sweep.ResultStore, names: list[str]) -> dict[str, list[di
     return rows
 
 
-#: Thread variables set to 1 in worker processes (their kernel sums are small matrix products).
-_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
-
-
 def computed(todo: list[tuple], run, workers: int, desc: str):
     """Yield ``(args, run(*args))`` for every ``args`` of ``todo``, as each finishes.
 
@@ -115,19 +112,12 @@ def computed(todo: list[tuple], run, workers: int, desc: str):
         for args in tqdm(todo, desc=desc, unit="run", disable=None, dynamic_ncols=True):
             yield args, run(*args)
         return
-    saved = {var: os.environ.get(var) for var in _THREAD_VARS}
-    for var in _THREAD_VARS:
-        os.environ.setdefault(var, "1")
-    pool = ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=multiprocessing.get_context("spawn"))
-    try:
-        futures = {pool.submit(run, *args): args for args in todo}
-        for future in tqdm(as_completed(futures), total=len(futures), desc=desc, unit="run", disable=None,
-                           dynamic_ncols=True):
-            yield futures[future], future.result()
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
-        for var, value in saved.items():
-            if value is None:
-                os.environ.pop(var, None)
-            else:
-                os.environ[var] = value
+    with child_environment(dict.fromkeys(THREAD_VARS, "1"), override=False):
+        pool = ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=multiprocessing.get_context("spawn"))
+        try:
+            futures = {pool.submit(run, *args): args for args in todo}
+            for future in tqdm(as_completed(futures), total=len(futures), desc=desc, unit="run", disable=None,
+                               dynamic_ncols=True):
+                yield futures[future], future.result()
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)

@@ -15,20 +15,22 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 
 #: Environment variables that set the thread count of BLAS / OpenMP in worker processes.
-_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
+THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
 
 
 @contextlib.contextmanager
-def _single_threaded_children():
-    """Start child processes with one BLAS/OpenMP thread each (unless the user set the variables).
+def child_environment(values: dict[str, str], *, override: bool):
+    """Set ``values`` in ``os.environ`` for the child processes started inside the block, then restore it.
 
-    Spawned workers read these variables when they import numpy. One thread per worker is also
-    the fast choice for one worker: the kernel sums multiply ``(rows, d) x (d, N)`` matrices with
-    a small ``d``, for which OpenBLAS threads cost more than they bring (see :func:`run_sweep`).
+    Spawned children read the environment when they start (numpy reads the thread variables when
+    it is imported). With ``override=False`` a variable the user has set keeps its value.
     """
-    saved = {var: os.environ.get(var) for var in _THREAD_VARS}
-    for var in _THREAD_VARS:
-        os.environ.setdefault(var, "1")
+    saved = {var: os.environ.get(var) for var in values}
+    for var, value in values.items():
+        if override:
+            os.environ[var] = value
+        else:
+            os.environ.setdefault(var, value)
     try:
         yield
     finally:
@@ -37,6 +39,16 @@ def _single_threaded_children():
                 os.environ.pop(var, None)
             else:
                 os.environ[var] = value
+
+
+def _single_threaded_children():
+    """Start child processes with one BLAS/OpenMP thread each (unless the user set the variables).
+
+    One thread per worker is also the fast choice for one worker: the kernel sums multiply
+    ``(rows, d) x (d, N)`` matrices with a small ``d``, for which OpenBLAS threads cost more than
+    they bring (see :func:`run_sweep`).
+    """
+    return child_environment(dict.fromkeys(THREAD_VARS, "1"), override=False)
 
 
 def _watch_parent(parent_pid: int) -> None:
