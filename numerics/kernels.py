@@ -46,10 +46,10 @@ Implementations (:func:`set_accelerator`, or the environment variable ``ATTNEB_A
   the keys together.
 * ``"numba"`` (optional dependency, extra ``fast``): the kernels of :mod:`numerics._accel`,
   which fuse logits, clipping, exponentials and sums over tiles of 1024 keys, with a
-  vectorised exponential; they agree with the numpy path to about 1e-13 relative (the logits
-  are rounded in a different order), but they are not bit-reproducible across processes: a
-  kernel compiled in this process and the same kernel loaded from numba's cache by another
-  differ in the last bits (seen at 1e-17), so rows of a sweep would depend on which process ran them.
+  vectorised exponential (within 1 ulp); they agree with the numpy path to about 1e-13
+  relative (the logits are rounded in a different order). A kernel compiled in one process
+  and loaded from numba's cache by another gives the same bits (tested), on the same CPU:
+  the compiled code depends on the CPU's vector instructions.
 * ``"auto"``: numba for ``d <= 8`` when it can be imported, where it is faster; numpy otherwise.
 
 The default is ``"numpy"``, whose results are bit-identical in every process and for every
