@@ -20,6 +20,7 @@ from . import baseline_checks  # noqa: F401  (registers B1: the baselines agains
 from . import blurring_checks as _blurring_checks  # noqa: F401  (registers G2 at eta = 1)
 from . import claims as _claims  # noqa: F401  (registers C1-C10)
 from . import convergence_checks as _convergence_checks  # noqa: F401  (registers E1, E2, E4, E5)
+from . import dimension_checks as _dimension_checks  # noqa: F401  (registers S1 in d = 1, 2, 3: N_C_DIM, threshold runs)
 from . import evaluator_checks as _evaluator_checks  # noqa: F401  (registers the evaluators' checks)
 from . import meanfield_checks as _meanfield_checks  # noqa: F401  (registers G1, G2, S1 simulations)
 from . import numeric_checks as _numeric_checks  # noqa: F401  (registers the numeric checks)

@@ -1,0 +1,366 @@
+r"""S1 in d = 1, 2, 3: successors of 'E3 in d = 1, 2, 3' (:func:`proofs_check.stability_checks.threshold_in_dimension`).
+
+Two checks, registered after a referee found that the first one passes near misses, never decides
+on the Laplace form ``theory.stability.fluctuation_threshold`` (N_C_DIM), runs 3-D below the
+threshold in quick mode and changed its design after runs of its own seeds:
+
+* **Laplace form against the fluctuation integral** (deterministic). With :math:`u = \sqrt{h_2}|k|`,
+  :math:`M = \sigma^2/h_2 = 2T^*` and the rate :math:`\lambda = g(u) = u^2 e^{-u^2/2}`,
+  :math:`I_d(T^*) = S_d h_2^{-d/2}\int u^{d-1}e^{-u^2} e^{M g(u)}\,du`; Laplace's method about the
+  shell :math:`u^* = \sqrt 2` gives N_C_DIM times :math:`1 + c_1(d)/M + O(M^{-2})` with
+  (:math:`f = u^{d-1}e^{-u^2}`, derivatives at :math:`u^*`)
+
+  .. math:: c_1 = -\frac{f''}{2 f g''} + \frac{f' g'''}{2 f g''^2} + \frac{g''''}{8 g''^2}
+            - \frac{5 g'''^2}{24 g''^3},
+
+  :math:`2e/3,\ 11e/48,\ -e/12` for ``d = 1, 2, 3`` (:func:`laplace_correction`, sympy).
+* **Confirmatory threshold runs** on fresh seeds, every ``N >= 2 N_c(d)``, with a band on
+  measured / linear theory set from the first check's runs (its pilot) and a test that
+  ``N eps^2(T*)`` does not depend on ``N``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from functools import cache
+
+import numpy as np
+import sympy as sp
+from scipy import special
+
+from numerics import flow, kernels, stats
+from numerics.experiments import draw_batch
+from numerics.priors import Gaussian
+from numerics.sweep import ResultStore, canonical_json
+from theory import depth_noise, stability
+
+from . import stability_checks as sc
+from .registry import Context, Evidence, alternative, check, swap
+from .studies import computed, mode_name
+
+# --------------------------------------------------------------------------------------------
+# The Laplace form N_C_DIM against the fluctuation integral as h2 -> 0
+# --------------------------------------------------------------------------------------------
+
+#: sigma2 / h2 of the sequence h2 -> 0 (sigma2 = SIGMA2 fixed).
+LAPLACE_M = (40, 80, 160, 320)
+#: |M (R - 1) - c1| must stay within LAPLACE_REMAINDER / M: the O(1/M^2) term, |c2| <= 2.03 (module note).
+LAPLACE_REMAINDER = 5.0
+#: Gauss-Legendre nodes on u* +- LAPLACE_WIDTHS peak widths sqrt(e / (4 M)) (beyond: < e^-70 of the peak).
+LAPLACE_NODES, LAPLACE_WIDTHS = 200, 12.0
+
+LAPLACE_CRITERION = (
+    "Deterministic. For d = 1, 2, 3 and M = sigma2/h2 in {40, 80, 160, 320} (sigma2 = 0.5): R_d(M) = I_d(T*) / "
+    "N_c(d), N_c(d) = theory.stability.fluctuation_threshold(d, sigma2, h2, rho0 = 1, level = 1) (the Laplace form "
+    "N_C_DIM) and I_d(T*) = int exp(-h2 |k|^2 + 2 T* lambda(k)) d^dk/(2 pi)^d, T* = sigma2/(2 h2), the fluctuation "
+    "integral in continuous depth with lambda = stability.growth_rate at call time (Gauss-Legendre, 200 nodes in "
+    "sqrt(h2)|k| on the shell +- 12 peak widths). Laplace's method with its first correction (sympy, from the "
+    "theory's rate) gives R_d = 1 + c1(d)/M + O(1/M^2), c1 = 2e/3, 11e/48, -e/12; its order-2 expansion gives "
+    "c2 = 79e^2/288, e^2/4608, -11e^2/288 (|c2| <= 2.03). Passes when |M (R_d(M) - 1) - c1(d)| <= 5/M for every d "
+    "and M (the error of N_C_DIM is c1 h2/sigma2 to O(h2^2), as derived)."
+)
+
+
+def _shell_variable():
+    return sp.Symbol("u", positive=True)
+
+
+@cache
+def laplace_correction(d: int) -> float:
+    r"""First correction :math:`c_1(d)` of Laplace's method for the fluctuation integral (module docstring).
+
+    :math:`I_d(T^*) = N_{c}(d)\,[1 + c_1(d)\,h_2/\sigma^2 + O(h_2^2)]` at :math:`\rho_0 = \epsilon_c = 1`;
+    derived from the theory's rate :math:`\lambda(k)` at :math:`k = u/\sqrt{h_2}` (sympy derivatives at
+    :math:`u^* = \sqrt{h_2} k^*`).
+
+    Parameters
+    ----------
+    d : int
+        Dimension, >= 1.
+    """
+    if isinstance(d, bool) or not isinstance(d, int) or d < 1:
+        raise ValueError(f"d == {d!r}, must be an int >= 1")
+    theory = stability.derivation()
+    u = _shell_variable()
+    g = sp.simplify(theory.result_of(stability.LAMBDA).subs(stability.k, u / sp.sqrt(stability.h2)))
+    u_star = sp.simplify(sp.sqrt(stability.h2) * theory.result_of(stability.K_STAR))
+    f = u ** (d - 1) * sp.exp(-u**2)
+    f0, f1, f2 = (sp.diff(f, u, j).subs(u, u_star) for j in range(3))
+    g2, g3, g4 = (sp.diff(g, u, j).subs(u, u_star) for j in range(2, 5))
+    c1 = -f2 / (2 * f0 * g2) + f1 * g3 / (2 * f0 * g2**2) + g4 / (8 * g2**2) - 5 * g3**2 / (24 * g2**3)
+    return float(sp.simplify(c1))
+
+
+def continuous_fluctuation_integral(d: int, t: float, h2: float) -> float:
+    r""":math:`I_d(t) = \int e^{-h_2|k|^2 + 2t\lambda(k)}\,d^dk/(2\pi)^d`, continuous depth, :math:`\lambda` = ``stability.growth_rate``.
+
+    Gauss-Legendre with LAPLACE_NODES nodes in :math:`u = \sqrt{h_2}|k|` on the shell
+    :math:`u^* = \sqrt 2` +- LAPLACE_WIDTHS widths :math:`(2t h_2 \cdot 4/e)^{-1/2}` (clipped at 0),
+    the growth factored out at its largest node (log-sum-exp style: no overflow).
+    """
+    width = np.sqrt(np.e / (8 * t * h2))
+    low, high = max(0.0, np.sqrt(2) - LAPLACE_WIDTHS * width), np.sqrt(2) + LAPLACE_WIDTHS * width
+    nodes, weights = np.polynomial.legendre.leggauss(LAPLACE_NODES)
+    u = low + (high - low) * (nodes + 1) / 2
+    weights = weights * (high - low) / 2
+    exponent = np.array([2 * t * float(stability.growth_rate(float(x) / np.sqrt(h2), h2)) for x in u]) - u**2
+    top = exponent.max()
+    shell = 2 * np.pi ** (d / 2) / special.gamma(d / 2) / (2 * np.pi) ** d
+    return float(shell * h2 ** (-d / 2) * np.exp(top) * np.sum(weights * u ** (d - 1) * np.exp(exponent - top)))
+
+
+def laplace_ratios() -> dict[int, list[dict]]:
+    """Per d, per M: R = I_d(T*) / N_C_DIM and the remainder M (R - 1) - c1(d) (theory at call time)."""
+    out = {}
+    for d in (1, 2, 3):
+        c1 = laplace_correction(d)
+        rows = []
+        for m in LAPLACE_M:
+            h2 = sc.SIGMA2 / m
+            horizon = sc.SIGMA2 / (2 * h2)
+            ratio = continuous_fluctuation_integral(d, horizon, h2) / float(
+                stability.fluctuation_threshold(d, sc.SIGMA2, h2, 1.0, 1.0))
+            rows.append({"M": m, "h2": h2, "ratio": ratio, "remainder": m * (ratio - 1) - c1,
+                         "allowed": LAPLACE_REMAINDER / m})
+        out[d] = rows
+    return out
+
+
+def _threshold_times(factor_of):
+    """N_C_DIM multiplied by ``factor_of(sigma2, h2)``."""
+    return lambda real: lambda d, s2, h2, rho0, level: real(d, s2, h2, rho0, level) * factor_of(s2, h2)
+
+
+@check("S1", "N_C_DIM (Laplace form of N_c(d)) against the fluctuation integral as h2 -> 0 in d = 1, 2, 3",
+       criterion=LAPLACE_CRITERION,
+       covers=["theory.stability:fluctuation_threshold"],
+       alternatives=[
+           alternative("exponent h2^(-d/2)", "N_c(d) with h2^(-d/2) in place of h2^(-(d-1)/2): every mode inside "
+                       "the shell counted", swap("theory.stability:fluctuation_threshold",
+                                                 _threshold_times(lambda s2, h2: h2**-0.5))),
+           alternative("prefactor x sqrt 2", "the shell's Gaussian width sqrt(2 pi/(t |lambda''|)) in place of "
+                       "sqrt(pi/(t |lambda''|))", swap("theory.stability:fluctuation_threshold",
+                                                       _threshold_times(lambda s2, h2: np.sqrt(2)))),
+           alternative("rate 1/e in the exponent", "N_c(d) with exp(sigma2/(e h2)) in place of exp(2 sigma2/(e h2))",
+                       swap("theory.stability:fluctuation_threshold",
+                            _threshold_times(lambda s2, h2: np.exp(-s2 / (np.e * h2))))),
+           alternative("integral's rate x 0.85", "lambda(k) x 0.85 in the fluctuation integral (N_C_DIM unchanged)",
+                       swap("theory.stability:growth_rate", sc._growth_times(0.85))),
+       ],
+       note="c1 and the order-2 coefficients c2 were derived (sympy series of the Laplace integral in 1/sqrt(M), "
+            "tests/proofs_check/test_dimension_checks.py) before any ratio was computed; the bound 5/M on the "
+            "remainder allows |c2| <= 2.03 plus higher orders. N_C_DIM's leading order and its h2^(-(d-1)/2) are "
+            "decided here, on the continuous-depth integral; the Euler layers of the runs (eta = 0.05) are in the "
+            "particle check's linear theory, not in N_C_DIM")
+def laplace_threshold(ctx: Context) -> Evidence:
+    rows = laplace_ratios()
+    checks = {f"d = {d}, M = {r['M']}: |M (R - 1) - c1| <= {LAPLACE_REMAINDER:g}/M": abs(r["remainder"]) <= r["allowed"]
+              for d, rs in rows.items() for r in rs}
+    failed = [name for name, ok in checks.items() if not ok]
+    text = "; ".join(f"d = {d} (c1 = {laplace_correction(d):.4f}): " + ", ".join(
+        f"M={r['M']}: R-1 = {r['ratio'] - 1:.3e}, M(R-1)-c1 = {r['remainder']:+.2e}" for r in rs) for d, rs in rows.items())
+    summary = (f"I_d(T*) / N_C_DIM at sigma2 = {sc.SIGMA2:g}, h2 = sigma2/M: {text}; passes within {LAPLACE_REMAINDER:g}/M"
+               + (f". FAILED: {', '.join(failed)}" if failed else ""))
+    return Evidence(passed=not failed, kind="numeric", summary=summary,
+                    data={"rows": {str(d): rs for d, rs in rows.items()},
+                          "c1": {str(d): laplace_correction(d) for d in rows}, "checks": checks})
+
+
+# --------------------------------------------------------------------------------------------
+# Confirmatory threshold runs: every N >= 2 N_c(d), fresh seeds
+# --------------------------------------------------------------------------------------------
+
+#: Seeds of the threshold runs (seeds 2000-2007, the first check's, were this check's pilot).
+THRESHOLD_SEED_START = 3000
+#: Binned path's tolerance (velocities within 1e-6 of the data's scale: far below the fluctuations measured).
+THRESHOLD_TOL = 1e-6
+#: (a): the interval of measured / linear theory must lie in this band, per d. Pilot (seeds 2000-2007, full
+#: design of the first check, every N >= 2 N_c there except 3-D): 0.92 [0.63, 1.20] (d = 1, 64 runs), 0.85
+#: [0.75, 0.96] (d = 2, 40 runs); 3-D at N = 16384 (1.33 N_c): 0.81 [0.70, 0.92], and seeds 0-3 at N = 32768
+#: (2.7 N_c): 0.83, 0.80, 0.76, 0.77. The linear theory grows modes about a static uniform density; the Gaussian
+#: background contracts, and the measured ratio falls with d. d = 1's runs scatter by about 60% (few modes
+#: in the probe window), so its band is wide; d = 2 and 3 carry the near misses: rate x 0.85 predicts 0.64,
+#: 0.62 x the theory there (ratios 1.3), prediction x 0.7 gives 1.2, 1.1; rate x 0.9: 1.15, 1.10 (not registered).
+RATIO_BAND = {1: (0.5, 1.5), 2: (0.6, 1.1), 3: (0.6, 1.1)}
+#: (b): in d = 2 the interval of the slope of log(N eps^2(T*)) on log N must lie within +-SLOPE_BAND. Pilot
+#: (5 N from 8192 to 32768, 8 seeds): -0.017 [-0.089, 0.054]; with 3 N (quick) the interval is about +-0.16.
+SLOPE_BAND = 0.25
+SLOPE_DIMENSION = 2
+
+THRESHOLD_CRITERION = (
+    "Threshold runs (successor of 'E3 in d = 1, 2, 3' on fresh seeds from 3000; that check's runs, seeds 2000-2007, "
+    "were this criterion's pilot): Gaussian prior N(0, I_d), sigma2 = 0.5, h2 = 0.1, Euler layers eta = 0.05 to T* "
+    "= 2.5 in one particle_flow (backend auto, binned tolerance 1e-6); eps(T*)^2 on that check's 2000 probes against "
+    "the exact mean field. Every N >= 2 N_c(d) of the linear theory (N_c = 624, 3362, 12319): d = 1: 8 N from 1448 "
+    "in steps of sqrt 2; d = 2: 5 N from 8192 (quick: 3); d = 3: N = 25600 (full mode only: quick decides d = 1 "
+    "and 2); 8 seeds. Per seed and d: ratio = mean over the design's N of N eps^2(T*) / the linear theory's N "
+    "eps^2(T*) (that check's: probe mean of rho_(s+h2/2)/rho_(s+h2)^2 x I_d(T*) - 1, Euler growth factor, "
+    "stability.growth_rate at call time); slope = least-squares slope of log(N eps^2(T*)) on log N. Passes when "
+    "(a) per d the 95% t-interval over seeds of the ratio lies within [0.6, 1.1] for d = 2, 3 and within [0.5, 1.5] "
+    "for d = 1 (its runs scatter by about 60%); (b) N-independence: for d = 2 the 95% t-interval over seeds of the "
+    "slope lies within [-0.25, 0.25] (N eps^2 changes by less than 19% per doubling of N; the slopes of d = 1 and 3 "
+    "are reported, not decided on: too scattered, one N); (c) N_c(d) = ratio x linear theory / 0.2^2: the intervals "
+    "increase with d."
+)
+
+
+def threshold_design(quick: bool) -> dict:
+    """Token counts per dimension (every N >= 2 N_c(d) of the linear theory) and seeds of the threshold runs."""
+    if quick:
+        return {"n": {1: sc._ladder(1448, 8), 2: sc._ladder(8192, 3)}, "seeds": 8}
+    return {"n": {1: sc._ladder(1448, 8), 2: sc._ladder(8192, 5), 3: [25600]}, "seeds": 8}
+
+
+def run_threshold(d: int, n: int, seed: int) -> dict:
+    """One run: eps^2 (mean squared relative deviation of the KDE from the exact mean field's on the probes) at 0 and T*."""
+    _, tokens = draw_batch(Gaussian(np.zeros(d), sc.TAU2), sc.SIGMA2, n, seed)
+    layers = sc._dimension_layers()
+    variances = depth_noise.gaussian_variance_map(sc.TAU2 + sc.SIGMA2, sc.DIM_H2, sc.ETA, layers)
+    moved = flow.particle_flow(tokens, sc.DIM_H2, layers * sc.ETA, eta=sc.ETA, backend="auto", tol=THRESHOLD_TOL)
+    unit = sc.dimension_probes(d)
+    fluctuation = []
+    for layer, x in ((0, tokens), (layers, moved)):
+        probes = np.sqrt(variances[layer]) * unit
+        ratio = np.exp(kernels.log_kde(probes, x, sc.DIM_H2) - sc._log_gaussian(probes, variances[layer] + sc.DIM_H2))
+        fluctuation.append(float(np.mean((ratio - 1) ** 2)))
+    return {"d": d, "n": n, "seed": seed, "depths": [0.0, layers * sc.ETA], "fluctuation": fluctuation}
+
+
+def _threshold_key(d: int, n: int, seed: int) -> str:
+    config = {"study": "E3-threshold", "d": d, "n": n, "seed": seed, "backend": "auto", "tol": THRESHOLD_TOL,
+              "sigma2": sc.SIGMA2, "tau2": sc.TAU2, "h2": sc.DIM_H2, "eta": sc.ETA, "probes": sc.DIM_PROBES,
+              "radius": sc.DIM_PROBE_RADIUS}
+    return hashlib.sha256(canonical_json(config).encode()).hexdigest()
+
+
+def _threshold_runs(ctx: Context) -> tuple[list[dict], dict]:
+    """The threshold runs this replicate decides on: computed where the store lacks them."""
+    design = threshold_design(ctx.quick)
+    experiment = mode_name("E3", "threshold", ctx.quick)
+    pool = ctx.pool_seeds(design["seeds"], start=THRESHOLD_SEED_START)
+    cases = [(d, n) for d, ns in design["n"].items() for n in ns]
+    with ResultStore(ctx.store_path) as store:
+        done = store.record_keys(experiment)
+        todo = [(d, n, seed) for seed in pool for d, n in cases if _threshold_key(d, n, seed) not in done]
+        for (d, n, seed), record in computed(todo, run_threshold, ctx.workers, experiment):
+            store.add_record(experiment, _threshold_key(d, n, seed), record)
+        records = store.records(experiment)
+    seeds = set(ctx.subsample_seeds(design["seeds"], start=THRESHOLD_SEED_START))
+    wanted = {_threshold_key(d, n, seed) for d, n in cases for seed in seeds}
+    return [records[key] for key in sorted(wanted)], design
+
+
+def measured_coefficients(runs: list[dict]) -> list[float]:
+    """N eps^2(T*) of each run, as measured (a data alternative replaces this function)."""
+    return [r["n"] * r["fluctuation"][-1] for r in runs]
+
+
+def decide_threshold(runs: list[dict], design: dict) -> dict:
+    """Ratios, slopes, N_c(d) intervals and the decision, against the theory as it is at call time."""
+    horizon = sc._dimension_layers() * sc.ETA
+    values = measured_coefficients(runs)
+    rows, checks, intervals = {}, {}, {}
+    for d, ns in design["n"].items():
+        predicted = float(np.mean([n * sc.predicted_fluctuation(d, n, horizon) for n in ns]))
+        per_seed = {}
+        for r, v in zip(runs, values):
+            if r["d"] == d:
+                per_seed.setdefault(r["seed"], []).append((r["n"], v))
+        ratios = [float(np.mean([v for _, v in pts])) / predicted for pts in per_seed.values()]
+        slopes = [float(np.polyfit(np.log([n for n, _ in pts]), np.log([v for _, v in pts]), 1)[0])
+                  for pts in per_seed.values() if len({n for n, _ in pts}) >= 2 and all(v > 0 for _, v in pts)]
+        ratio = stats.mean_interval(ratios) if len(ratios) >= 2 else None
+        slope = stats.mean_interval(slopes) if len(slopes) >= 2 else None
+        low, high = RATIO_BAND[d]
+        checks[f"d = {d}: measured / linear theory within [{low:g}, {high:g}]"] = (
+            ratio is not None and low <= ratio.low and ratio.high <= high)
+        if d == SLOPE_DIMENSION:
+            checks[f"d = {d}: slope of log(N eps^2) on log N within +-{SLOPE_BAND:g}"] = (
+                slope is not None and -SLOPE_BAND <= slope.low and slope.high <= SLOPE_BAND)
+        n_c = predicted / sc.DIM_LEVEL**2
+        intervals[d] = None if ratio is None else (ratio.low * n_c, ratio.high * n_c)
+        rows[d] = {"predicted": n_c, "min_n_over_n_c": min(ns) / n_c,
+                   "ratio": None if ratio is None else [ratio.estimate, ratio.low, ratio.high],
+                   "slope": None if slope is None else [slope.estimate, slope.low, slope.high],
+                   "ratios": ratios, "slopes": slopes}
+    ds = sorted(design["n"])
+    checks["N_c increases with d"] = all(intervals[a] is not None and intervals[b] is not None
+                                         and intervals[b][0] > intervals[a][1] for a, b in zip(ds, ds[1:]))
+    return {"rows": rows, "checks": checks, "passed": all(checks.values())}
+
+
+def _prediction_times(factor):
+    return lambda real: lambda d, n, depth: factor * real(d, n, depth)
+
+
+def _grows_like_sqrt_n(real):
+    """N eps^2 proportional to N^(1/2) (eps^2 ~ N^(-1/2): a bias, not sampling noise), equal at the design's middle N."""
+    def wrong(runs):
+        values = real(runs)
+        middle = {d: float(np.median([r["n"] for r in runs if r["d"] == d])) for d in {r["d"] for r in runs}}
+        return [v * np.sqrt(r["n"] / middle[r["d"]]) for r, v in zip(runs, values)]
+    return wrong
+
+
+def _stage_one_to_half_depth(real):
+    return lambda x0, h2, T, **kwargs: real(x0, h2, T / 2, **kwargs)
+
+
+def _table(rows: dict) -> str:
+    lines = ["| d | linear theory N_c(d) | min N / N_c | measured / theory [95%] | slope of log(N eps^2) on log N [95%] |",
+             "|---|---|---|---|---|"]
+    for d, row in rows.items():
+        lines.append(f"| {d} | {row['predicted']:.4g} | {row['min_n_over_n_c']:.2f} | {sc._triple(row['ratio'])} "
+                     f"| {sc._triple(row['slope'])} |")
+    return "\n".join(lines)
+
+
+@check("S1", "E3 in d = 1, 2, 3 (confirmatory, seeds from 3000): N >= 2 N_c(d), measured / linear theory within "
+             "[0.6, 1.1] (d = 2, 3), N eps^2 independent of N",
+       criterion=THRESHOLD_CRITERION,
+       replication="subsample",
+       alternatives=[
+           alternative("N_c independent of d", "every dimension predicted as d = 1 (the per-mode law has no d)",
+                       swap("proofs_check.stability_checks:predicted_fluctuation", sc._same_in_every_dimension)),
+           alternative("every mode at the fastest rate", "lambda(k) = lambda* = 2/e for every k",
+                       swap("theory.stability:growth_rate", sc._fastest_everywhere)),
+           alternative("no growth", "lambda = 0: the fluctuations at T* are the sampling noise of depth 0",
+                       swap("theory.stability:growth_rate", lambda real: lambda k, h2: 0.0)),
+           alternative("rate peaking at 1/e", "lambda(k) = h2 k^2 exp(-h2 k^2)",
+                       swap("theory.stability:growth_rate", sc._one_over_e_rate)),
+           alternative("rate x 0.5", "lambda(k) x 0.5", swap("theory.stability:growth_rate", sc._growth_times(0.5))),
+           alternative("rate x 1.5", "lambda(k) x 1.5", swap("theory.stability:growth_rate", sc._growth_times(1.5))),
+           alternative("rate x 0.85", "lambda(k) x 0.85 (a near miss: the first check's power against it was about 0)",
+                       swap("theory.stability:growth_rate", sc._growth_times(0.85))),
+           alternative("prediction x 0.7", "the linear theory's N eps^2(T*) x 0.7 (a near miss)",
+                       swap("proofs_check.stability_checks:predicted_fluctuation", _prediction_times(0.7))),
+           alternative("prediction x 1.5", "the linear theory's N eps^2(T*) x 1.5",
+                       swap("proofs_check.stability_checks:predicted_fluctuation", _prediction_times(1.5))),
+           alternative("N eps^2 grows like N^(1/2)", "each run's N eps^2(T*) x sqrt(N / median N of its d): "
+                       "eps^2 ~ N^(-1/2), a finite-N bias rather than sampling noise",
+                       swap("proofs_check.dimension_checks:measured_coefficients", _grows_like_sqrt_n), kind="data"),
+           alternative("Stage 1 to T*/2", "the runs' particle_flow stops at half the horizon (T* = sigma2/(4 h2))",
+                       swap("numerics.flow:particle_flow", _stage_one_to_half_depth), kind="implementation"),
+       ],
+       note="criterion fixed and committed before any run of seeds 3000 on, from the first check's runs on seeds "
+            "2000-2007 (its pilot here, used as stated at RATIO_BAND and SLOPE_BAND). The band is not centred on 1: "
+            "the linear theory grows modes about a static uniform density while the Gaussian background contracts, "
+            "and the measured ratio falls with d (0.92, 0.85, about 0.8 on the pilot); the check states the theory to "
+            "within -40%/+10% at d = 2, 3, i.e. the growth rate to within about +-10% (rate x 0.9 and x 1.1 sit at the "
+            "band's edges), and rejects rate x 0.85. "
+            "3-D runs at N >= 2 N_c(3) take about 40 s each on the exact path (the binned grid does not fit 3-D at "
+            "h2 = 0.1: 6e7 cells for 8.4e6 allowed), so quick mode decides d = 1 and 2 only")
+def threshold_confirmatory(ctx: Context) -> Evidence:
+    runs, design = _threshold_runs(ctx)
+    d = decide_threshold(runs, design)
+    failed = [name for name, ok in d["checks"].items() if not ok]
+    text = "; ".join(f"d = {dim}: measured / linear theory {sc._triple(row['ratio'])} (N_c = {row['predicted']:.4g}, "
+                     f"N >= {row['min_n_over_n_c']:.2f} N_c), slope {sc._triple(row['slope'])}"
+                     for dim, row in d["rows"].items())
+    summary = (f"eps^2(T*) x N against the linear theory (h2 = {sc.DIM_H2:g}, seeds from {THRESHOLD_SEED_START}): {text}; "
+               f"passes within {RATIO_BAND[2]} (d = 2, 3), {RATIO_BAND[1]} (d = 1), slope within +-{SLOPE_BAND:g} "
+               f"(d = {SLOPE_DIMENSION}), N_c increasing in d" + (f". FAILED: {', '.join(failed)}" if failed else ""))
+    return Evidence(passed=d["passed"], kind="interval", summary=summary,
+                    data={"rows": {str(k): v for k, v in d["rows"].items()}, "checks": d["checks"],
+                          "ratio_band": {str(k): list(v) for k, v in RATIO_BAND.items()}, "slope_band": SLOPE_BAND},
+                    markdown=_table(d["rows"]))
