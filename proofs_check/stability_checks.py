@@ -916,7 +916,7 @@ def _growth_times(factor):
             "decided on; (4) quick mode's 3-D runs sit at N = 8192, about 0.66 N_c(3), below the threshold, and "
             "nothing checks that N eps^2 does not depend on N. A deterministic check of N_C_DIM against the "
             "fluctuation integral in d = 1, 2, 3, a design with every N >= 2 N_c(d) and fresh seeds are left for a "
-            "later session")
+            "later session; they are proofs_check/dimension_checks.py's two S1 checks (its seeds 2000-2007 their pilot)")
 def threshold_in_dimension(ctx: Context) -> Evidence:
     runs, design = _dimension_runs(ctx)
     d = decide_dimension(runs, design)

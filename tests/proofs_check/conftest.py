@@ -3,12 +3,16 @@
 Every test of this package sees them, so that a verify run takes seconds; the pass criteria are
 those of the real checks, and the real sizes run in `attneb verify` itself. Each module's
 shrinking lives beside its tests: `_small_convergence.py` (E1, E2, E4, E5), `_small_stability.py`
-(E3 and the particle checks), `_small_training.py` (E6) and `_small_schedules.py` (E7).
+(E3 and the particle checks), `_small_training.py` (E6), `_small_schedules.py` (E7) and
+`_small_heavy_tails.py` (H1's depth check).
 """
 
 import pytest
 
+from proofs_check import dimension_checks
+
 from ._small_convergence import shrink_convergence
+from ._small_heavy_tails import shrink_heavy_tails
 from ._small_schedules import shrink_schedules
 from ._small_stability import shrink_stability
 from ._small_training import shrink_training
@@ -20,3 +24,9 @@ def small_experiments(monkeypatch):
     shrink_stability(monkeypatch)
     shrink_training(monkeypatch)
     shrink_schedules(monkeypatch)
+    shrink_heavy_tails(monkeypatch)
+    # S1's threshold runs: quick mode's 2-D runs at N = 8192 (2.4 N_c(2); 8 seeds, 8 s; below N_c the ratio falls
+    # out of its band); the slope test needs several N (quick: 24 2-D runs, 30 s): it is decided on synthetic runs
+    # in test_dimension_checks.py, not here
+    monkeypatch.setattr(dimension_checks, "threshold_design", lambda quick: {"n": {2: [8192]}, "seeds": 8})
+    monkeypatch.setattr(dimension_checks, "SLOPE_DIMENSION", None)
