@@ -43,14 +43,14 @@ SEED_START = 1000
 
 
 def depth_configs(quick: bool) -> dict[str, dict]:
-    """E1 on the Student-t priors at one N, each seed run to every depth of :data:`DEPTHS`: N = 16384 with 6 seeds
+    """E1 on the Student-t priors at one N, each seed run to every depth of :data:`DEPTHS`: N = 4096 with 6 seeds
     (quick), N = 131072 with 8 (full), seeds from :data:`SEED_START`."""
     return {
         part: {
             "name": mode_name("E1", f"{part}-depth", quick),
             "prior": prior,
             "sigma2": SIGMA2,
-            "n": [16384 if quick else 131072],
+            "n": [4096 if quick else 131072],
             "seeds": {"start": SEED_START, "count": 6 if quick else 8},
             "estimators": ["two-stage"],
             "h2": SCHEDULES["log"][1],
