@@ -1,12 +1,16 @@
-"""Shrunken E7 for the tests: the two-cluster prior, N = 1024, L = 4, six scored and two selection contexts.
+"""Shrunken E7 for the tests: the two-cluster prior, N = 1024, L = 4, six scored and two selection contexts (the
+second comparison: one tuning and six fresh contexts, the quick design's for that prior).
 
-The criteria are those of the real check; at this size the decision is that of its own seeds (fixed), which pass.
+The criteria are those of the real checks; at this size the decisions are those of their own seeds (fixed), which
+pass.
 """
 
 from proofs_check import schedule_checks
 
 SMALL_DESIGN = {"priors": ("two-cluster",), "n": (1024,), "layers": (4,), "seeds": 6, "selection_seeds": 2}
+SMALL_TUNED = {"cases": (("two-cluster", 1024, 4),), "seeds": 6, "tuning_seeds": 1}
 
 
 def shrink_schedules(monkeypatch):
     monkeypatch.setattr(schedule_checks, "design", lambda quick: dict(SMALL_DESIGN))
+    monkeypatch.setattr(schedule_checks, "tuned_design", lambda quick: dict(SMALL_TUNED))

@@ -166,3 +166,73 @@ def test_the_figures_are_drawn_from_the_store_and_the_table_is_in_the_report(sma
     assert [p.name for p in sc.schedule_figures.figure_paths(first)] == ["E7_gaps.png", "E7_selection.png"]
     assert all(p.is_file() and p.with_suffix(".pdf").is_file() for p in sc.schedule_figures.figure_paths(first))
     assert sc.table(sc.decide(runs, list(range(6)))).count("\n") == 2  # head, rule, one case
+
+
+# --------------------------------------------------------------------------------------------
+# The second comparison: the fixed bandwidth also chooses its horizon
+# --------------------------------------------------------------------------------------------
+
+
+def synthetic_tuned(log_ratio, seeds=8, spread=0.05, rng_seed=0):
+    """Fresh runs whose annealed / tuned fixed gap ratio is exp(log_ratio(case) + noise) per seed."""
+    rng = np.random.default_rng(rng_seed)
+    cases = {}
+    for case in CASES:
+        runs = {}
+        for s in range(seeds):
+            fixed = 1e-3 * math.exp(0.3 * rng.standard_normal())
+            runs[s] = {"gaps": {"fixed": fixed, "held": 3 * fixed,
+                                "annealed": fixed * math.exp(log_ratio(case) + spread * rng.standard_normal())}}
+        cases[case] = {"tuning": [], "chosen": {"fixed": (0.25, 1.5), "held": 0.125, "annealed": 0.25}, "runs": runs}
+    return cases
+
+
+def test_the_second_decision_passes_where_the_tuned_fixed_bandwidth_is_not_beaten():
+    seeds = list(range(8))
+    fixed_wins = sc.decide_tuned(synthetic_tuned(lambda case: 0.3 if case[1] == 1024 else 0.0), seeds)
+    assert fixed_wins["passed"] and not fixed_wins["gains"]
+    assert {r["verdict"] for c, r in fixed_wins["rows"].items() if c[1] == 1024} == {"fixed"}
+    no_difference = sc.decide_tuned(synthetic_tuned(lambda case: 0.0), seeds)
+    assert not no_difference["passed"] and not no_difference["gains"]
+    one_gain = sc.decide_tuned(synthetic_tuned(lambda case: -0.3 if case == ("gaussian", 256, 4) else 0.3), seeds)
+    assert not one_gain["passed"] and one_gain["gains"] == [("gaussian", 256, 4)]
+    lines = sc.tuned_table(fixed_wins).splitlines()
+    assert len(lines) == 2 + len(CASES) and all(line.count("|") == lines[0].count("|") for line in lines)
+
+
+def test_the_tuned_choices_are_the_least_mean_gaps():
+    tuning = [{"fixed": [[0.25, 1.0, 3.0], [0.25, 1.5, 1.0], [0.5, 1.0, 2.0]], "annealed": [[0.5, 1.0], [1.0, 2.0]]},
+              {"fixed": [[0.25, 1.0, 1.0], [0.25, 1.5, 2.0], [0.5, 1.0, 1.5]], "annealed": [[0.5, 4.0], [1.0, 2.5]]}]
+    assert sc.tuned_choices(tuning) == {"fixed": (0.25, 1.5), "held": 0.5, "annealed": 1.0}
+
+
+def test_the_tuned_grid_holds_every_horizon_at_every_bandwidth():
+    for L in sc.LAYERS:
+        assert set(sc.horizon_factors(L)) >= {1.0, 1 + 1 / L, 1.5, 2.0}
+        assert len(sc.tuned_grid(L)) == len(sc.TUNED_RATIOS) * len(sc.horizon_factors(L))
+        assert set(sc.horizon_factors(L, quick=True)) == {1.0, 1 + 1 / L, 1.5}
+
+
+@pytest.mark.parametrize("ratio, factor, n_layers", [(0.25, 1.0, 4), (0.5, 2.0, 4), (1 / 16, 1.5, 16)])
+def test_the_tuned_comparator_is_the_papers_layers_where_their_steps_are_at_most_one(ratio, factor, n_layers):
+    _, noisy = sc._contexts("two-cluster", 512, sc.TUNING, 0)
+    h2 = ratio * sc.SIGMA2
+    T = factor * sc.flow.leading_horizon(sc.SIGMA2, h2)
+    paper = sc.TwoStageDenoiser(sc.SIGMA2, h2, T=T, eta=T / n_layers, backend="exact").fit_denoise(noisy)
+    np.testing.assert_allclose(sc._fixed_at(noisy, ratio, factor, n_layers), paper, rtol=0, atol=1e-12)
+
+
+def test_the_second_comparison_passes_on_the_small_design_and_rejects_its_wrong_theories(tmp_path):
+    [chk] = [c for c in CLAIMS["A1"].checks if c.func is sc.schedule_against_tuned_horizon]
+    ctx = Context(quick=True, out=tmp_path / "true", power=True)
+    ctx.out.mkdir()
+    evidence = chk.func(ctx)
+    assert evidence.passed, evidence.summary
+    assert set(evidence.data["cases"]) == {"two-cluster-N1024-L4"}
+    rejected = [w for w in chk.wrong_theories() if w.kind == "data" or w.name == "the comparator's horizon ignored"]
+    assert len(rejected) == 4
+    for k, wrong in enumerate(rejected):
+        fresh = ctx if wrong.kind == "data" else Context(quick=True, out=tmp_path / f"wrong{k}", power=True)
+        fresh.out.mkdir(exist_ok=True)
+        with wrong.applied():
+            assert not chk.func(fresh).passed, wrong.name

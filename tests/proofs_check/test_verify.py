@@ -9,7 +9,7 @@ import sympy as sp
 
 import theory
 from numerics import estimators, flow, kernels, schedules, training
-from proofs_check import cli, symbolic_checks
+from proofs_check import cli, schedule_checks, symbolic_checks
 from proofs_check.registry import CLAIMS, Context
 from theory import depth_noise, stability
 
@@ -109,6 +109,12 @@ def _annealed_layers_keep_the_first_bandwidth(monkeypatch):
     monkeypatch.setattr(schedules, "annealed_schedule", fixed)
 
 
+def _tuned_comparator_ignores_its_horizon(monkeypatch):
+    real = schedule_checks._fixed_at
+    monkeypatch.setattr(schedule_checks, "_fixed_at", lambda noisy, ratio, factor, n_layers: real(noisy, ratio, 1.0,
+                                                                                                  n_layers))
+
+
 BREAKAGES = {
     "G1": [_gaussian_horizon_is_leading_order],
     "G2": [_layer_map_off_by_a_factor],
@@ -120,7 +126,7 @@ BREAKAGES = {
     "C9": [_no_stage_one],
     "T0": [_training_backward_drops_the_key_norm_bias, _training_stage_two_without_value_scale],
     "G4": [_stage_one_with_half_the_bandwidth],
-    "A1": [_annealed_layers_keep_the_first_bandwidth],
+    "A1": [_annealed_layers_keep_the_first_bandwidth, _tuned_comparator_ignores_its_horizon],
 }
 
 
