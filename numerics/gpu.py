@@ -10,15 +10,19 @@ How they are computed. Queries and keys are centred on the key mean and divided 
 :math:`\sqrt{2h_2}` in float64 on the host (:math:`u = (x - \bar k)/\sqrt{2h_2}`, so that the
 rounding error is relative to the spread of the data, not to its distance from the origin), and
 copied to the GPU in the chosen precision. Each program of the kernel owns a block of ``BLOCK_M``
-queries and streams over the keys in blocks of ``BLOCK_N``. The logits of a block are one matrix
-product of augmented operands, :math:`[2u_q, -\lVert u_q\rVert^2, -1] \cdot [u_k, 1, \lVert
-u_k\rVert^2] = -\lVert u_q - u_k\rVert^2`, clipped at 0 (as in :mod:`numerics.kernels`); an online
-log-sum-exp keeps a running maximum :math:`m`, the sum :math:`l = \sum_j e^{\ell_{mj} - m}` and
-the weighted key sum (a second matrix product), rescaled by :math:`e^{m_{old} - m_{new}}` whenever
-the maximum grows (Flash-attention style). The logits are never stored: the memory is that of the
-inputs and outputs, :math:`O((M + N) d)`. The products cancel: a logit carries an absolute error of
-about :math:`\epsilon \lVert u\rVert^2` (:math:`\epsilon` the unit roundoff of the precision),
-small for queries among the keys, growing with the square of a query's distance from them.
+queries and streams over the keys in blocks of ``BLOCK_N`` (the blocks of full width without
+masks, the last partial one with them). The logits of a block, in base 2, are one matrix product of
+augmented operands, :math:`c\,[2u_q, -\lVert u_q\rVert^2, -1] \cdot [u_k, 1, \lVert
+u_k\rVert^2] = -c\lVert u_q - u_k\rVert^2` with :math:`c = \log_2 e` (so that the exponentials are
+``exp2``); an online log-sum-exp keeps a running maximum :math:`m`, the sum :math:`l = \sum_j
+2^{\ell_{mj} - m}` and the weighted key sum (a second matrix product, which also gives the sum
+where a column of ones fits in the keys' padding to a power of two, as for d = 1 and 3), rescaled by
+:math:`2^{m_{old} - m_{new}}` whenever the maximum grows (Flash-attention style). Logits that round
+above 0 need no clipping: no weight exceeds :math:`2^0` once the running maximum is subtracted.
+The logits are never stored: the memory is that of the inputs and outputs, :math:`O((M + N) d)`.
+The products cancel: a logit carries an absolute error of about :math:`\epsilon \lVert u\rVert^2`
+(:math:`\epsilon` the unit roundoff of the precision), small for queries among the keys, growing
+with the square of a query's distance from them.
 
 Precision (``precision``):
 
@@ -56,6 +60,8 @@ PRECISIONS = ("float64", "float32")
 #: coordinate range of the keys), that the tests allow the float32 path on well-spread data.
 FLOAT32_TOLERANCE = 1e-4
 
+_LOG2_E, _LN_2 = 1.0 / np.log(2.0), np.log(2.0)
+
 _MISSING = "backend 'gpu' needs torch with a CUDA device and triton (pip install 'attneb[gpu]')"
 
 
@@ -68,43 +74,10 @@ def _modules():
     """``(torch, kernel)``, or ``None`` where torch or triton cannot be imported."""
     try:
         import torch
-        import triton
-        import triton.language as tl
+
+        from ._gpu_kernel import kernel_sums
     except ImportError:
         return None
-
-    @triton.jit(do_not_specialize=["m", "n"])
-    def kernel_sums(qa_ptr, ka_ptr, values_ptr, lse_ptr, mean_ptr, m, n, D: tl.constexpr, DP: tl.constexpr,
-                    KP: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, WANT_MEAN: tl.constexpr,
-                    DOT: tl.constexpr):
-        dtype = qa_ptr.dtype.element_ty
-        rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
-        row_ok = rows < m
-        dims = tl.arange(0, DP)
-        aug = tl.arange(0, KP)
-        q = tl.load(qa_ptr + rows[:, None] * KP + aug[None, :], mask=row_ok[:, None], other=0.0)
-        run_max = tl.full([BLOCK_M], float("-inf"), dtype)
-        run_sum = tl.zeros([BLOCK_M], dtype)
-        acc = tl.zeros([BLOCK_M, DP], dtype)
-        for start in range(0, n, BLOCK_N):
-            cols = start + tl.arange(0, BLOCK_N)
-            col_ok = cols < n
-            k = tl.load(ka_ptr + cols[None, :] * KP + aug[:, None], mask=col_ok[None, :], other=0.0)
-            logits = tl.where(col_ok[None, :], tl.minimum(tl.dot(q, k, input_precision=DOT), 0.0), float("-inf"))
-            new_max = tl.maximum(run_max, tl.max(logits, axis=1))
-            rescale = tl.exp(run_max - new_max)
-            weights = tl.exp(logits - new_max[:, None])
-            run_sum = run_sum * rescale + tl.sum(weights, axis=1)
-            if WANT_MEAN:
-                values = tl.load(values_ptr + cols[:, None] * D + dims[None, :],
-                                 mask=col_ok[:, None] & (dims[None, :] < D), other=0.0)
-                acc = acc * rescale[:, None] + tl.dot(weights, values, input_precision=DOT)
-            run_max = new_max
-        tl.store(lse_ptr + rows, run_max + tl.log(run_sum), mask=row_ok)
-        if WANT_MEAN:
-            out = acc / run_sum[:, None]
-            tl.store(mean_ptr + rows[:, None] * D + dims[None, :], out, mask=row_ok[:, None] & (dims[None, :] < D))
-
     return torch, kernel_sums
 
 
@@ -121,21 +94,28 @@ def require() -> None:
         raise RuntimeError(_MISSING)
 
 
-#: Per precision: (BLOCK_M, BLOCK_N, num_warps, the input precision of the matrix products). Chosen by
-#: ``benchmarks/gpu.py --choose`` on an H100: the fastest of the shapes tried, and 3.4x (float64) and 1.8x
-#: (float32) faster than logits from coordinate differences, at the same accuracy.
-_CONFIG = {"float64": (64, 64, 4, "ieee"), "float32": (64, 64, 4, "tf32x3")}
+#: Per precision: (BLOCK_M, BLOCK_N, num_warps, num_stages, the input precision of the logits' product, that of the
+#: weighted sum's). Chosen by ``benchmarks/gpu.py --choose`` on an H100: the fastest of the shapes tried, and 3.4x
+#: (float64) and 1.8x (float32) faster than logits from coordinate differences, at the same accuracy.
+_CONFIG = {"float64": (64, 64, 4, 2, "ieee", "ieee"), "float32": (64, 64, 4, 2, "tf32x3", "tf32x3")}
 
 
 def _augmented(points, query):
-    """Operands whose products are the logits: ``[2u, -|u|^2, -1] . [u, 1, |u|^2] = -|u_q - u_k|^2``, zero-padded
-    to a width of at least 16 (the smallest inner dimension of a matrix product in Triton)."""
+    """Operands whose products are the logits in base 2: ``c [2u, -|u|^2, -1] . [u, 1, |u|^2] = -c |u_q - u_k|^2``
+    with ``c = log2(e)`` on the queries' side, zero-padded to a width of at least 16 (the smallest inner dimension of
+    a matrix product in Triton)."""
     m, d = points.shape
     out = np.zeros((m, max(16, 1 << (d + 1).bit_length())))
     squares = np.einsum("ij,ij->i", points, points)
-    out[:, :d] = 2.0 * points if query else points
-    out[:, d] = -squares if query else 1.0
-    out[:, d + 1] = -1.0 if query else squares
+    if query:
+        out[:, :d] = 2.0 * points
+        out[:, d] = -squares
+        out[:, d + 1] = -1.0
+        out *= _LOG2_E
+    else:
+        out[:, :d] = points
+        out[:, d] = 1.0
+        out[:, d + 1] = squares
     return out
 
 
@@ -155,15 +135,23 @@ def _sums(queries, keys, h2, precision, want_mean):
 
     unit = np.sqrt(2.0 * h2)
     q, k = queries / unit, keys / unit
-    block_m, block_n, warps, dot = _CONFIG[precision]
-    qa, ka, values = upload(_augmented(q, True)), upload(_augmented(k, False)), upload(k)
-    m, d = q.shape
+    block_m, block_n, warps, stages, dot_qk, dot_pv = _CONFIG[precision]
+    (m, d), n = q.shape, k.shape[0]
+    columns = d if want_mean else 0
+    padded = max(2, 1 << (columns - 1).bit_length())
+    sum_by_dot = columns < padded  # a column of ones fits in the padding: the weights' sum comes with the product
+    first = int(sum_by_dot)
+    values = np.zeros((n, padded))
+    values[:, 0] = first
+    values[:, first : first + columns] = k[:, :columns]
+    qa, ka, values = upload(_augmented(q, True)), upload(_augmented(k, False)), upload(values)
     lse = torch.empty(m, device=device, dtype=dtype)
     mean = torch.empty((m, d), device=device, dtype=dtype) if want_mean else lse
     kernel_sums[(-(-m // block_m),)](
-        qa, ka, values, lse, mean, m, k.shape[0], D=d, DP=max(2, 1 << (d - 1).bit_length()), KP=qa.shape[1],
-        BLOCK_M=block_m, BLOCK_N=block_n, WANT_MEAN=want_mean, DOT=dot, num_warps=warps)
-    lse = lse.to(torch.float64).cpu().numpy()
+        qa, ka, values, lse, mean, m, n, n - n % block_n, D=d, KP=qa.shape[1], VP=padded, BLOCK_M=block_m,
+        BLOCK_N=block_n, SUM_BY_DOT=sum_by_dot, WANT_MEAN=want_mean, DOT_QK=dot_qk, DOT_PV=dot_pv, num_warps=warps,
+        num_stages=stages)
+    lse = _LN_2 * lse.to(torch.float64).cpu().numpy()
     return lse, unit * mean.to(torch.float64).cpu().numpy() if want_mean else None
 
 

@@ -53,6 +53,32 @@ def test_float32_sums_within_the_stated_tolerance(d):
 
 
 @needs_gpu
+@pytest.mark.parametrize("n", [1, 63, 64, 65, 128, 200])
+@pytest.mark.parametrize("d", [2, 3])
+def test_key_counts_around_the_block_width(n, d):
+    """Full blocks run without masks and the last partial one with them (counts around BLOCK_N = 32, 64 or 128);
+    the weights' sum by a column of ones in the product (d = 3) or by a reduction (d = 2, no room in the padding)."""
+    rng = np.random.default_rng(n)
+    keys = rng.normal(size=(n, d))
+    queries = rng.normal(size=(70, d))
+    np.testing.assert_allclose(gpu.kernel_mean(queries, keys, 0.2), kernels.kernel_mean(queries, keys, 0.2),
+                               rtol=0, atol=FLOAT64_TOLERANCE)
+    np.testing.assert_allclose(gpu.kernel_logsumexp(queries, keys, 0.2), kernels.kernel_logsumexp(queries, keys, 0.2),
+                               rtol=FLOAT64_TOLERANCE, atol=0)
+
+
+@pytest.mark.skipif(not gpu.available() or gpu._interpreted(), reason="needs a CUDA device: the interpreter ignores "
+                    "the products' input precision")
+def test_float32_logits_in_one_pass_of_tf32_break_the_tolerance(monkeypatch):
+    """The float32 test can fail: with the logits' product in plain TF32 (10-bit mantissa) the error passes it."""
+    block_m, block_n, warps, stages, _, dot_pv = gpu._CONFIG["float32"]
+    monkeypatch.setitem(gpu._CONFIG, "float32", (block_m, block_n, warps, stages, "tf32", dot_pv))
+    with pytest.raises(AssertionError):
+        for d in (1, 3, 16):
+            test_float32_sums_within_the_stated_tolerance(d)
+
+
+@needs_gpu
 def test_far_queries_stay_finite_and_lose_at_most_the_products_cancellation():
     keys = np.random.default_rng(0).normal(size=(64, 2))
     far, h2 = keys[:5] + 1e4, 1e-3
