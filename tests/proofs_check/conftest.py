@@ -25,8 +25,10 @@ def small_experiments(monkeypatch):
     shrink_training(monkeypatch)
     shrink_schedules(monkeypatch)
     shrink_heavy_tails(monkeypatch)
-    # S1's threshold runs: quick mode's 2-D runs at N = 8192 (2.4 N_c(2); 8 seeds, 8 s; below N_c the ratio falls
-    # out of its band); the slope test needs several N (quick: 24 2-D runs, 30 s): it is decided on synthetic runs
-    # in test_dimension_checks.py, not here
-    monkeypatch.setattr(dimension_checks, "threshold_design", lambda quick: {"n": {2: [8192]}, "seeds": 8})
-    monkeypatch.setattr(dimension_checks, "SLOPE_DIMENSION", None)
+    # S1's two threshold checks: 2-D runs at N = 8192 (2.4 N_c(2); below N_c the ratio falls out of its band), 6
+    # seeds, the same runs for both (seeds from 3000: 6 s); their slope tests need several N and many seeds (quick:
+    # 40 2-D runs, 70 s): decided on synthetic runs in test_dimension_checks.py, not here
+    small = {"n": {2: [8192]}, "seeds": {2: 6}, "slope": {}}
+    monkeypatch.setattr(dimension_checks, "threshold_design", lambda quick: small)
+    monkeypatch.setattr(dimension_checks, "successor_design", lambda quick: small)
+    monkeypatch.setattr(dimension_checks, "SUCCESSOR_SEED_START", dimension_checks.THRESHOLD_SEED_START)

@@ -1,9 +1,10 @@
 """S1 in d = 1, 2, 3: N_C_DIM against the fluctuation integral, and the confirmatory threshold runs.
 
 The Laplace check is deterministic and cheap: it runs here with every wrong theory. The threshold
-check's decision is exercised on synthetic runs that follow the pilot's ratios to the linear theory;
-its runs on the shrunken design of conftest.py (2-D only, no slope test) pass through
-``test_verify.py`` and fail here under a broken Stage 1.
+checks' decisions are exercised on synthetic runs that follow the successor's pilot (ratios to the
+linear theory and per-run scatter); their runs on the shrunken design of conftest.py (2-D only, no
+slope test) pass through ``test_verify.py`` and fail here under a broken theory (and, with -m slow,
+a broken Stage 1).
 """
 
 import math
@@ -20,11 +21,14 @@ from proofs_check import dimension_checks as dc
 from proofs_check import stability_checks as sc
 from proofs_check.registry import CLAIMS, Context
 from tests.strategies import log_uniform
+from theory import stability
 
-#: The pilot's measured / linear theory per d (seeds 2000-2007; d = 3 from seeds 0-3 at N = 32768).
-PILOT = {1: 0.92, 2: 0.85, 3: 0.80}
-#: Per-run lognormal scatter of N eps^2 on the pilot, per d.
-SCATTER = {1: 0.6, 2: 0.2, 3: 0.12}
+#: The successor's pilot: measured / linear theory per d (seeds 3000-3023; d = 3: seeds 2000-2007 at N = 16384).
+PILOT = {1: 0.78, 2: 0.78, 3: 0.81}
+#: The pilot's scatter of log(N eps^2) per run (independent across the N of a seed), per d.
+SCATTER = {1: 0.73, 2: 0.33, 3: 0.16}
+#: The modules' designs and the successor's first seed (conftest.py shrinks them inside every test).
+FIRST, SUCCESSOR, SUCCESSOR_SEED_START = dc.threshold_design, dc.successor_design, dc.SUCCESSOR_SEED_START
 
 
 def registered(func):
@@ -94,14 +98,23 @@ def test_fluctuation_integral_rejects_bad_arguments(args):
             dc.laplace_correction(args[0])
 
 
-def test_every_design_has_every_n_above_twice_the_linear_threshold():
+@pytest.mark.parametrize("design", [FIRST, SUCCESSOR], ids=["first", "successor"])
+def test_every_design_has_every_n_above_twice_the_linear_threshold(design):
     horizon = sc._dimension_layers() * sc.ETA
     for quick in (True, False):
-        design = REAL_DESIGN(quick)
-        assert sorted(design["n"]) == ([1, 2] if quick else [1, 2, 3]) and design["seeds"] == 8
-        for d, ns in design["n"].items():
+        ns = design(quick)["n"]
+        assert sorted(ns) == ([1, 2] if quick else [1, 2, 3])
+        for d, counts in ns.items():
             n_c = 1000 * sc.predicted_fluctuation(d, 1000, horizon) / sc.DIM_LEVEL**2
-            assert min(ns) >= 2 * n_c, (d, min(ns), n_c)
+            assert min(counts) >= 2 * n_c, (d, min(counts), n_c)
+
+
+def test_the_successor_decides_the_slope_over_a_factor_8_on_20_seeds_in_both_modes():
+    for quick in (True, False):
+        design = SUCCESSOR(quick)
+        assert max(design["n"][2]) == 8 * min(design["n"][2]) and design["seeds"][2] == 20
+        assert design["slope"] == {2: dc.SUCCESSOR_SLOPE_BAND}
+    assert SUCCESSOR_SEED_START >= dc.THRESHOLD_SEED_START + 24  # fresh: the pilot pool was seeds 3000-3023
 
 
 def synthetic_runs(design, ratio=PILOT, slope=0.0, seed=0):
@@ -112,50 +125,55 @@ def synthetic_runs(design, ratio=PILOT, slope=0.0, seed=0):
     for d, ns in design["n"].items():
         for n in ns:
             value = sc.predicted_fluctuation(d, n, horizon)
-            for s in range(design["seeds"]):
+            for s in range(design["seeds"][d]):
                 scatter = math.exp(SCATTER[d] * rng.standard_normal() - SCATTER[d] ** 2 / 2)
-                runs.append({"d": d, "n": n, "seed": dc.THRESHOLD_SEED_START + s,
+                runs.append({"d": d, "n": n, "seed": s,
                              "fluctuation": [0.0, value * ratio[d] * scatter * (n / ns[0]) ** slope]})
     return runs
 
 
-#: The module's designs (conftest.py shrinks ``threshold_design`` inside every test).
-REAL_DESIGN = dc.threshold_design
-FULL = REAL_DESIGN(False)
-#: Full design with 24 seeds: synthetic intervals narrow enough that the decision's bands show.
-WIDE = {**FULL, "seeds": 24}
+def test_the_first_checks_slope_test_fails_the_pilots_scatter_and_the_successors_passes_it():
+    """Why the first confirmatory check is superseded: 8 seeds on a factor 2 of N cannot bound the slope."""
+    replicates = range(20)
+    first = [dc.decide_threshold(synthetic_runs(FIRST(True), seed=r), FIRST(True)) for r in replicates]
+    assert sum(not d["checks"]["d = 2: slope of log(N eps^2) on log N within +-0.25"] for d in first) >= 18
+    for quick in (True, False):
+        design = SUCCESSOR(quick)
+        assert sum(dc.decide_threshold(synthetic_runs(design, seed=r), design)["passed"] for r in replicates) >= 19
 
 
-@pytest.fixture
-def slope_decided(monkeypatch):
-    """The module's slope test (conftest.py switches it off for the shrunken runs)."""
-    monkeypatch.setattr(dc, "SLOPE_DIMENSION", 2)
+@pytest.mark.parametrize("quick", [True, False], ids=["quick", "full"])
+def test_the_successor_rejects_every_theory_and_data_alternative_on_runs_like_the_pilots(quick):
+    chk = registered(dc.threshold_successor)
+    assert chk.replication == "subsample" and chk.criterion == dc.SUCCESSOR_CRITERION and chk.gating
+    design = SUCCESSOR(quick)
+    runs = synthetic_runs(design, seed=1)
+    assert dc.decide_threshold(runs, design)["passed"]
+    names = {a.name for a in chk.wrong_theories()}
+    assert {"rate x 0.85", "prediction x 0.7", "N eps^2 grows like N^(1/2)", "Stage 1 to T*/2"} <= names
+    for wrong in chk.wrong_theories():
+        if wrong.kind != "implementation":
+            with wrong.applied():
+                assert not dc.decide_threshold(runs, design)["passed"], wrong.name
 
 
-def test_decision_passes_the_pilot_and_fails_off_band_ratios_and_slopes(slope_decided):
-    assert dc.decide_threshold(synthetic_runs(WIDE), WIDE)["passed"]
+def test_the_successors_decision_fails_off_band_ratios_a_tilt_and_a_threshold_falling_with_d():
+    design = SUCCESSOR(False)
     for ratio in ({**PILOT, 2: 1.3}, {**PILOT, 3: 0.5}, {**PILOT, 1: 2.0}):
-        assert not dc.decide_threshold(synthetic_runs(WIDE, ratio=ratio), WIDE)["passed"], ratio
-    tilted = dc.decide_threshold(synthetic_runs(WIDE, slope=0.4), WIDE)
-    assert not tilted["checks"]["d = 2: slope of log(N eps^2) on log N within +-0.25"]
-    flat = dc.decide_threshold(synthetic_runs(WIDE), WIDE)
+        assert not dc.decide_threshold(synthetic_runs(design, ratio=ratio), design)["passed"], ratio
+    tilted = dc.decide_threshold(synthetic_runs(design, slope=0.5), design)
+    assert not tilted["checks"]["d = 2: slope of log(N eps^2) on log N within +-0.3"]
+    flat = dc.decide_threshold(synthetic_runs(design), design)
     assert abs(flat["rows"][2]["slope"][0]) < 0.1 and flat["rows"][3]["slope"] is None
-    swapped = dc.decide_threshold(synthetic_runs(WIDE, ratio={1: 1.0, 2: 0.85, 3: 0.2}), WIDE)
+    swapped = dc.decide_threshold(synthetic_runs(design, ratio={1: 1.0, 2: 0.85, 3: 0.2}), design)
     assert not swapped["checks"]["N_c increases with d"]
 
 
-def test_every_theory_and_data_alternative_is_rejected_on_runs_that_follow_the_pilot(slope_decided):
-    chk = registered(dc.threshold_confirmatory)
-    assert chk.replication == "subsample" and chk.criterion == dc.THRESHOLD_CRITERION
-    runs = synthetic_runs(FULL, seed=1)
-    assert dc.decide_threshold(runs, FULL)["passed"]
-    names = {a.name for a in chk.wrong_theories()}
-    assert {"rate x 0.85", "prediction x 0.7", "N_c independent of d", "Stage 1 to T*/2"} <= names
-    for wrong in chk.wrong_theories():
-        if wrong.kind == "implementation":
-            continue
-        with wrong.applied():
-            assert not dc.decide_threshold(runs, FULL)["passed"], wrong.name
+def test_the_first_check_is_superseded_and_keeps_its_criterion():
+    first, successor = registered(dc.threshold_confirmatory), registered(dc.threshold_successor)
+    assert not first.gating and first.criterion == dc.THRESHOLD_CRITERION and "size 1" in first.note
+    assert successor.name.split(":")[0] in first.note
+    assert [a.name for a in first.wrong_theories()] == [a.name for a in successor.wrong_theories()]
 
 
 def test_a_run_measures_what_the_first_check_measures():
@@ -166,12 +184,31 @@ def test_a_run_measures_what_the_first_check_measures():
     assert new["depths"] == pytest.approx([0.0, old["depths"][-1]])
 
 
-def test_a_broken_stage_one_fails_the_threshold_check(tmp_path, monkeypatch, slope_decided):
-    """Stage 1 to T*/2: the tokens' spread misses the mean field's at T*, a bias eps^2 ~ 0.015 whatever N, so
-    N eps^2 grows like N (slope 1; the truth's per-seed slopes scatter about 0 by about 0.6 on these two N)."""
+def test_a_growth_rate_without_damping_fails_both_threshold_checks(tmp_path, monkeypatch):
+    """lambda = h2 k^2 (verify's S1 breakage): the predicted N eps^2(T*) explodes, measured / theory falls to ~1e-34.
+
+    Real runs (3 seeds of N = 2048 in d = 1, shared by the two checks: 0.6 s); the truth's per-seed ratios are
+    about 0.78 x a lognormal of scatter 0.73 (pilot), whose mean's interval never lies below 0.01."""
+    monkeypatch.setattr(dc, "threshold_design", lambda quick: {"n": {1: [2048]}, "seeds": {1: 3}, "slope": {}})
+    monkeypatch.setattr(dc, "successor_design", dc.threshold_design)
+    monkeypatch.setattr(stability, "growth_rate", lambda k, h2: h2 * k**2)
+    ctx = Context(quick=True, out=tmp_path)
+    for func in (dc.threshold_confirmatory, dc.threshold_successor):
+        evidence = func(ctx)
+        assert not evidence.passed and evidence.data["rows"]["1"]["ratio"][2] < 0.01, func.__name__
+
+
+@pytest.mark.slow  # 2-D runs at N = 4096 and 8192, 3 seeds: about 5 s
+def test_a_broken_stage_one_fails_both_threshold_checks(tmp_path, monkeypatch):
+    """Stage 1 to T*/2: the tokens' spread misses the mean field's at T*, a bias whatever N, so N eps^2 grows
+    with N (slope about 1; the truth's per-seed slopes scatter about 0 by about 0.7 on these two N)."""
     real = flow.particle_flow
     monkeypatch.setattr(flow, "particle_flow", lambda x0, h2, T, **kw: real(x0, h2, T / 2, **kw))
-    monkeypatch.setattr(dc, "threshold_design", lambda quick: {"n": {2: [4096, 8192]}, "seeds": 3})
-    evidence = dc.threshold_confirmatory(Context(quick=True, out=tmp_path))
-    assert not evidence.passed and "slope of log(N eps^2) on log N" in evidence.summary.split("FAILED")[1]
-    assert min(evidence.data["rows"]["2"]["slopes"]) > 0.5
+    design = {"n": {2: [4096, 8192]}, "seeds": {2: 3}, "slope": {2: 0.3}}
+    monkeypatch.setattr(dc, "threshold_design", lambda quick: design)
+    monkeypatch.setattr(dc, "successor_design", dc.threshold_design)
+    ctx = Context(quick=True, out=tmp_path)
+    for func in (dc.threshold_confirmatory, dc.threshold_successor):
+        evidence = func(ctx)
+        assert not evidence.passed and "slope of log(N eps^2) on log N" in evidence.summary.split("FAILED")[1]
+        assert min(evidence.data["rows"]["2"]["slopes"]) > 0.5
