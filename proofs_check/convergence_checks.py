@@ -446,7 +446,11 @@ def _recovery_panels(rows_by_part):
 
 @study("E1", "gap to Bayes vs N along two bandwidth schedules, T = T* (C8, S1); Student-t priors along the first")
 def draw_recovery(store: ResultStore, quick: bool, folder: Path) -> Path:
-    rows = {**_stored(recovery_configs(quick), store), **_stored_if_run(student_recovery_configs(quick), store)}
+    rows = {**_stored_if_run(recovery_configs(quick), store), **_stored_if_run(student_recovery_configs(quick), store)}
+    if not rows:  # panels of what has run: C8's priors, H1's, or both ('attneb verify --only H1' runs H1's alone)
+        names = [c["name"] for c in (*recovery_configs(quick).values(), *student_recovery_configs(quick).values())]
+        raise LookupError(f"{store.path} holds no rows of {', '.join(names)}; run 'attneb verify' (with --quick for "
+                          "the quick mode) to compute them")
     return figures.plot_recovery(_recovery_panels(rows), folder)
 
 
@@ -1328,7 +1332,7 @@ _STUDENT_E1_DESIGN = ("two 1-D Student-t priors, df 3 and df 5, scale sqrt((df -
     alternatives=[
         *_E1_SLOPE_ALTERNATIVES,
         *(alternative(f"horizon {factor} T*", f"every Stage-1 horizon T = {factor} x sigma2/(2 h2)",
-                      swap("numerics.flow:leading_horizon", _horizon_times(factor)), kind="theory")
+                      swap("numerics.flow:leading_horizon", _horizon_times(factor)), kind="implementation")
           for factor in (1.25, 1.5)),
     ],
     note="registered under C8 when first committed (1fcc984); after the full runs it moved, criterion unchanged, "
