@@ -152,7 +152,7 @@ CRITERION = (
     alternatives=[
         *(alternative(f"horizon {factor:g} T*", f"every Stage-1 horizon T = {factor:g} x sigma2/(2 h2)",
                       swap("numerics.flow:leading_horizon", _horizon_times(factor)), kind="theory")
-          for factor in (0.8, 1.25, 1.5)),
+          for factor in (0.8, 1.2, 1.25, 1.5)),
         alternative("Stage 1 at half the bandwidth", "numerics.flow.particle_flow runs at h2/2 (it then removes half "
                     "the noise by T*)", swap("numerics.flow:particle_flow", _stage_one_at_half_the_bandwidth),
                     kind="implementation"),
@@ -175,7 +175,15 @@ CRITERION = (
     "Stage 1 at half the bandwidth, 0.825 against 1.25 T*. Full mode, one decision on seeds 1000-1007 under 1.25 T*: "
     "passes (0.884 [0.878, 0.889] df 3 in-sample): not rejected, as expected; under 1.5 T* it fails (0.727 [0.710, "
     "0.745]); the full power analysis was not run "
-    "(about 400 s a theory on a loaded 2-core machine, 4x that for its pool)",
+    "(about 400 s a theory on a loaded 2-core machine, 4x that for its pool). Added on a referee's report (after the "
+    "runs; criterion unchanged): the band is about 2.5x the effect and about 40x the precision. In full mode the data "
+    "reject T_min = T* itself (df 3 1.105 [1.099, 1.111]), and, dividing the measured T_min by a horizon factor f, "
+    "horizon rules with f in about (0.89, 1.33) pass, 1.2 T* and the Gaussian's T_G (about 1.05 T*) among them "
+    "('horizon 1.2 T*' registered, expected power about 0 in full mode). Since the vertex cannot leave the cell "
+    "around its grid minimum, the decision amounts to 'the grid minima lie in 0.8 to 1.25 T*'; on synthetic curves a "
+    "gap flat inside [0.8, 1.25] T* passes 36-96% of the time, a flat gap with noise 1-1.5%, and a Stage 1 that does "
+    "nothing fails (every depth ties, the argmin takes 0.5 T*). What the check shows is the depth to within 25%; "
+    "what the runs show, beyond it, is a best depth 7-11% above T* at N = 131072",
 )
 def depth_heavy_tails(ctx: Context) -> Evidence:
     configs = depth_configs(ctx.quick)
