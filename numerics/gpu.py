@@ -32,8 +32,8 @@ Precision (``precision``):
   accuracy), the rest in float32; agrees with the numpy path to about 2e-6 of the data scale on
   well-spread data (tested to :data:`FLOAT32_TOLERANCE`), and is 1.7-2x faster.
 
-Measured on one H100 (``benchmarks/gpu.sh``): one layer of N = 10^6 tokens in d = 3 takes 3.3 s in
-float64 and 1.9 s in float32 (300 and 520 G pairs/s).
+Measured on one H100 (``benchmarks/gpu.py``): one layer of N = 10^6 tokens in d = 3 takes 3.4 s in
+float64 and 1.7 s in float32 (296 and 583 G pairs/s).
 
 Why Triton through torch: it is the optional GPU stack researchers already install, its
 kernels are written and checked in Python, and it runs the same kernel on the CPU under its
@@ -95,9 +95,11 @@ def require() -> None:
 
 
 #: Per precision: (BLOCK_M, BLOCK_N, num_warps, num_stages, the input precision of the logits' product, that of the
-#: weighted sum's). Chosen by ``benchmarks/gpu.py --choose`` on an H100: the fastest of the shapes tried, and 3.4x
-#: (float64) and 1.8x (float32) faster than logits from coordinate differences, at the same accuracy.
-_CONFIG = {"float64": (64, 64, 4, 2, "ieee", "ieee"), "float32": (64, 64, 4, 2, "tf32x3", "tf32x3")}
+#: weighted sum's). Chosen by ``benchmarks/gpu.py --choose`` on an H100: the fastest of the shapes tried on N = 262144
+#: in d = 3 and N = 65536 in d = 16 (float64 0.344 s against 0.359-0.411 s, float32 0.217 s against 0.251-0.273 s).
+#: A weighted sum in one pass of TF32 with the keys split in two took 1.35 s at N = 10^6, d = 3, against 1.72 s, but
+#: was 40 times less accurate (3.7e-5 of the data scale on the float32 test's data, against 8.7e-7): left out.
+_CONFIG = {"float64": (64, 64, 4, 3, "ieee", "ieee"), "float32": (128, 64, 4, 2, "tf32x3", "tf32x3")}
 
 
 def _augmented(points, query):
