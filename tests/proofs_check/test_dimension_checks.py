@@ -117,8 +117,8 @@ def test_the_successor_decides_the_slope_over_a_factor_8_on_20_seeds_in_both_mod
     assert SUCCESSOR_SEED_START >= dc.THRESHOLD_SEED_START + 24  # fresh: the pilot pool was seeds 3000-3023
 
 
-def synthetic_runs(design, ratio=PILOT, slope=0.0, seed=0):
-    """Runs whose N eps^2(T*) is ``ratio[d]`` x the linear theory x (N / N_0)^slope, lognormal scatter SCATTER[d]."""
+def synthetic_runs(design, ratio=PILOT, slope=0.0, seed=0, scatter=SCATTER):
+    """Runs whose N eps^2(T*) is ``ratio[d]`` x the linear theory x (N / N_0)^slope, lognormal scatter ``scatter[d]``."""
     rng = np.random.default_rng(seed)
     horizon = sc._dimension_layers() * sc.ETA
     runs = []
@@ -126,10 +126,24 @@ def synthetic_runs(design, ratio=PILOT, slope=0.0, seed=0):
         for n in ns:
             value = sc.predicted_fluctuation(d, n, horizon)
             for s in range(design["seeds"][d]):
-                scatter = math.exp(SCATTER[d] * rng.standard_normal() - SCATTER[d] ** 2 / 2)
+                noise = math.exp(scatter[d] * rng.standard_normal() - scatter[d] ** 2 / 2)
                 runs.append({"d": d, "n": n, "seed": s,
-                             "fluctuation": [0.0, value * ratio[d] * scatter * (n / ns[0]) ** slope]})
+                             "fluctuation": [0.0, value * ratio[d] * noise * (n / ns[0]) ** slope]})
     return runs
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.floats(-1.0, 1.0), log_uniform(0.05, 20.0))
+def test_the_decision_recovers_an_imposed_ratio_and_slope_of_noiseless_runs(slope, ratio):
+    """N eps^2 = ratio x the linear theory's (which is N-free) x (N / N_0)^slope: every seed's slope is ``slope``;
+    at slope 0 every seed's ratio is ``ratio``."""
+    design = SUCCESSOR(False)
+    exact = {d: 0.0 for d in design["n"]}
+    tilted = dc.decide_threshold(synthetic_runs(design, {d: ratio for d in exact}, slope, scatter=exact), design)
+    assert tilted["rows"][2]["slopes"] == pytest.approx([slope] * 20, abs=1e-9)
+    flat = dc.decide_threshold(synthetic_runs(design, {d: ratio for d in exact}, scatter=exact), design)
+    for d in design["n"]:
+        assert flat["rows"][d]["ratios"] == pytest.approx([ratio] * design["seeds"][d], rel=1e-9)
 
 
 def test_the_first_checks_slope_test_fails_the_pilots_scatter_and_the_successors_passes_it():
