@@ -24,6 +24,7 @@ threshold in quick mode and changed its design after runs of its own seeds:
 from __future__ import annotations
 
 import hashlib
+import math
 from functools import cache, lru_cache
 
 import numpy as np
@@ -105,13 +106,14 @@ def _shell_nodes(t: float, h2: float, rate) -> tuple[np.ndarray, np.ndarray, np.
     return u, weights * (high - low) / 2, exponent
 
 
-def continuous_fluctuation_integral(d: int, t: float, h2: float) -> float:
-    r""":math:`I_d(t) = \int e^{-h_2|k|^2 + 2t\lambda(k)}\,d^dk/(2\pi)^d`, continuous depth, :math:`\lambda` = ``stability.growth_rate``.
+def log_fluctuation_integral(d: int, t: float, h2: float) -> float:
+    r""":math:`\log I_d(t)`, :math:`I_d(t) = \int e^{-h_2|k|^2 + 2t\lambda(k)}\,d^dk/(2\pi)^d`, continuous depth, :math:`\lambda` = ``stability.growth_rate``.
 
     Gauss-Legendre with LAPLACE_NODES nodes in :math:`u = \sqrt{h_2}|k|` on the shell
     :math:`u^* = \sqrt 2` +- LAPLACE_WIDTHS widths :math:`(2t \cdot 4/e)^{-1/2}` (the rate is
     :math:`u^2 e^{-u^2/2}` in ``u``, :math:`|g''(u^*)| = 4/e`; clipped at 0), the growth factored
-    out at its largest node (no overflow). Against mpmath's adaptive quadrature: 1e-14 relative.
+    out at its largest node: finite wherever the exponents are (a rate without damping makes
+    :math:`I_d` itself overflow). Against mpmath's adaptive quadrature: 1e-14 relative.
 
     Parameters
     ----------
@@ -126,7 +128,16 @@ def continuous_fluctuation_integral(d: int, t: float, h2: float) -> float:
     u, weights, exponent = _shell_nodes(t, h2, stability.growth_rate)
     top = exponent.max()
     shell = 2 * np.pi ** (d / 2) / special.gamma(d / 2) / (2 * np.pi) ** d
-    return float(shell * h2 ** (-d / 2) * np.exp(top) * np.sum(weights * u ** (d - 1) * np.exp(exponent - top)))
+    return float(np.log(shell) - d / 2 * np.log(h2) + top + np.log(np.sum(weights * u ** (d - 1) * np.exp(exponent - top))))
+
+
+def continuous_fluctuation_integral(d: int, t: float, h2: float) -> float:
+    r""":math:`I_d(t) = \exp` :func:`log_fluctuation_integral` (same parameters); OverflowError beyond the float range."""
+    return math.exp(log_fluctuation_integral(d, t, h2))
+
+
+#: log of the largest float: a ratio beyond it is recorded as inf (the remainder test then fails).
+LOG_FLOAT_MAX = math.log(np.finfo(float).max)
 
 
 def laplace_ratios() -> dict[int, list[dict]]:
@@ -138,8 +149,9 @@ def laplace_ratios() -> dict[int, list[dict]]:
         for m in LAPLACE_M:
             h2 = sc.SIGMA2 / m
             horizon = sc.SIGMA2 / (2 * h2)
-            ratio = continuous_fluctuation_integral(d, horizon, h2) / float(
-                stability.fluctuation_threshold(d, sc.SIGMA2, h2, 1.0, 1.0))
+            log_ratio = log_fluctuation_integral(d, horizon, h2) - math.log(
+                float(stability.fluctuation_threshold(d, sc.SIGMA2, h2, 1.0, 1.0)))
+            ratio = math.exp(log_ratio) if log_ratio < LOG_FLOAT_MAX else math.inf
             rows.append({"M": m, "h2": h2, "ratio": ratio, "remainder": m * (ratio - 1) - c1,
                          "allowed": LAPLACE_REMAINDER / m})
         out[d] = rows

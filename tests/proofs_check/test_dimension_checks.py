@@ -87,12 +87,24 @@ def test_fluctuation_integral_agrees_with_adaptive_quadrature(d, t, h2):
                             [0, k_star / 2, k_star, 2 * k_star, 10 * k_star, mp.inf])
     # the quadrature covers the shell +- 12 widths: from t = 30 on, the rest is below e^-30 of the integral
     assert dc.continuous_fluctuation_integral(d, t, h2) == pytest.approx(float(exact), rel=1e-10)
+    assert dc.log_fluctuation_integral(d, t, h2) == pytest.approx(float(mp.log(exact)), abs=1e-10)
+
+
+def test_a_rate_without_damping_fails_the_laplace_check_instead_of_raising(tmp_path, monkeypatch):
+    """lambda = h2 k^2 (verify's S1 breakage): I_d(T*) ~ e^(2 T* u^2) leaves the float range at M = 320."""
+    monkeypatch.setattr(stability, "growth_rate", lambda k, h2: h2 * k**2)
+    with pytest.raises(OverflowError):
+        dc.continuous_fluctuation_integral(1, 160.0, sc.SIGMA2 / 320)
+    assert math.isfinite(dc.log_fluctuation_integral(1, 160.0, sc.SIGMA2 / 320))
+    evidence = dc.laplace_threshold(Context(quick=True, out=tmp_path))
+    assert not evidence.passed and "M=320: R-1 = inf" in evidence.summary
 
 
 @pytest.mark.parametrize("args", [(0, 1.0, 0.1), (1, 0.0, 0.1), (1, 1.0, -0.1), (True, 1.0, 0.1)])
 def test_fluctuation_integral_rejects_bad_arguments(args):
-    with pytest.raises((ValueError, TypeError)):
-        dc.continuous_fluctuation_integral(*args)
+    for func in (dc.continuous_fluctuation_integral, dc.log_fluctuation_integral):
+        with pytest.raises((ValueError, TypeError)):
+            func(*args)
     if not isinstance(args[0], bool) and args[0] < 1:
         with pytest.raises(ValueError, match="d == 0"):
             dc.laplace_correction(args[0])
