@@ -47,6 +47,17 @@ def test_laplace_check_passes_and_rejects_every_wrong_theory(tmp_path):
             assert not chk.func(ctx).passed, wrong.name
 
 
+def test_arguments_check_passes_and_rejects_every_wrong_theory(tmp_path):
+    chk = registered(dc.laplace_arguments)
+    ctx = Context(quick=True, out=tmp_path)
+    evidence = chk.func(ctx)
+    assert evidence.passed, evidence.summary
+    assert chk.replication == "none" and chk.criterion == dc.ARGUMENTS_CRITERION
+    for wrong in chk.wrong_theories():
+        with wrong.applied():
+            assert not chk.func(ctx).passed, wrong.name
+
+
 def _laplace_series(d, order):
     """Coefficients of 1/M^j, j <= order, of int f e^(M g) / its leading Laplace term (series in 1/sqrt(M))."""
     u, v, e = sp.symbols("u v epsilon", positive=True)
