@@ -36,23 +36,14 @@ def registered(func):
     return chk
 
 
-def test_laplace_check_passes_and_rejects_every_wrong_theory(tmp_path):
-    chk = registered(dc.laplace_threshold)
+@pytest.mark.parametrize("func, criterion", [(dc.laplace_threshold, dc.LAPLACE_CRITERION),
+                                             (dc.laplace_arguments, dc.ARGUMENTS_CRITERION)])
+def test_deterministic_check_passes_and_rejects_every_wrong_theory(func, criterion, tmp_path):
+    chk = registered(func)
     ctx = Context(quick=True, out=tmp_path)
     evidence = chk.func(ctx)
     assert evidence.passed, evidence.summary
-    assert chk.replication == "none" and chk.criterion == dc.LAPLACE_CRITERION
-    for wrong in chk.wrong_theories():
-        with wrong.applied():
-            assert not chk.func(ctx).passed, wrong.name
-
-
-def test_arguments_check_passes_and_rejects_every_wrong_theory(tmp_path):
-    chk = registered(dc.laplace_arguments)
-    ctx = Context(quick=True, out=tmp_path)
-    evidence = chk.func(ctx)
-    assert evidence.passed, evidence.summary
-    assert chk.replication == "none" and chk.criterion == dc.ARGUMENTS_CRITERION
+    assert chk.replication == "none" and chk.criterion == criterion
     for wrong in chk.wrong_theories():
         with wrong.applied():
             assert not chk.func(ctx).passed, wrong.name
