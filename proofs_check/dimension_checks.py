@@ -484,18 +484,7 @@ def _threshold_evidence(ctx: Context, design: dict, start: int) -> Evidence:
 
 #: The wrong theories both threshold checks must reject.
 THRESHOLD_ALTERNATIVES = [
-    alternative("N_c independent of d", "every dimension predicted as d = 1 (the per-mode law has no d)",
-                swap("proofs_check.stability_checks:predicted_fluctuation", sc._same_in_every_dimension)),
-    alternative("every mode at the fastest rate", "lambda(k) = lambda* = 2/e for every k",
-                swap("theory.stability:growth_rate", sc._fastest_everywhere)),
-    alternative("no growth", "lambda = 0: the fluctuations at T* are the sampling noise of depth 0",
-                swap("theory.stability:growth_rate", lambda real: lambda k, h2: 0.0)),
-    alternative("rate peaking at 1/e", "lambda(k) = h2 k^2 exp(-h2 k^2)",
-                swap("theory.stability:growth_rate", sc._one_over_e_rate)),
-    alternative("rate x 0.5", "lambda(k) x 0.5", swap("theory.stability:growth_rate", sc._growth_times(0.5))),
-    alternative("rate x 1.5", "lambda(k) x 1.5", swap("theory.stability:growth_rate", sc._growth_times(1.5))),
-    alternative("rate x 0.85", "lambda(k) x 0.85 (a near miss: the first check's power against it was about 0)",
-                swap("theory.stability:growth_rate", sc._growth_times(0.85))),
+    *sc.DIMENSION_ALTERNATIVES,
     alternative("prediction x 0.7", "the linear theory's N eps^2(T*) x 0.7 (a near miss)",
                 swap("proofs_check.stability_checks:predicted_fluctuation", _prediction_times(0.7))),
     alternative("prediction x 1.5", "the linear theory's N eps^2(T*) x 1.5",
