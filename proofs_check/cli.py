@@ -178,8 +178,8 @@ def add_verify_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default="attneb-report", help="report folder (default: ./attneb-report)")
     parser.add_argument("--only", nargs="+", metavar="ID", help="run only these claim ids (e.g. C1 C3)")
     parser.add_argument("--workers", type=_positive_int, default=_cores(),
-                        help="worker processes, which run the claims in parallel, and those of each experiment's "
-                        "sweeps (default: %(default)s, one per core); results do not depend on it")
+                        help="worker processes, shared by the claims and the runs of their experiments: at most this "
+                        "many compute at once (default: %(default)s, one per core); results do not depend on it")
     parser.add_argument("--power", action="store_true",
                         help="after the checks, measure each check's size (how often it fails under the true "
                         "theory) and power (how often it rejects each registered wrong theory) over replicates; "

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import multiprocessing
-import os
-import signal
+import json
 import sys
 import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,9 +27,9 @@ from . import schedule_checks as _schedule_checks  # noqa: F401  (registers A1, 
 from . import stability_checks as _stability_checks  # noqa: F401  (registers E3)
 from . import symbolic_checks as _symbolic_checks  # noqa: F401  (registers the derivations)
 from . import training_checks as _training_checks  # noqa: F401  (registers T0-T3, experiment E6)
-from numerics.sweep.workers import THREAD_VARS, child_environment
 
 from .registry import CLAIMS, Check, Claim, Context, Evidence
+from .shared_pool import run_groups
 from .studies import STUDIES
 
 __all__ = ["SHARED_MEASUREMENTS", "STUDIES", "CheckResult", "ClaimResult", "load", "run", "run_check", "select"]
@@ -111,8 +108,10 @@ def run(
     With ``workers > 1`` the claims run in parallel, in that many spawned processes (one BLAS
     and kernel thread each, no progress bars), each of which imports the registry and
     ``sources`` and runs whole claims: the checks of one claim, and the claims of a group of
-    :data:`SHARED_MEASUREMENTS`, run one after another in one process, sharing its cache. Each
-    check's experiments also get ``workers`` processes for their sweeps. The results do not
+    :data:`SHARED_MEASUREMENTS`, run one after another in one process, sharing its cache. The
+    runs of the checks' experiments go to the same processes (:mod:`proofs_check.shared_pool`):
+    at most ``workers`` processes compute at any time. The groups start longest first, as the
+    report of the same mode already in ``out`` timed them (in registry order without one). The results do not
     depend on ``workers``: every check computes the same numbers in any process, the store
     takes concurrent writers, and :class:`ClaimResult` s come in registry order. A check that
     a fresh process does not know (registered at run time, not by ``sources``) runs in this
@@ -128,7 +127,7 @@ def run(
     out : pathlib.Path
         Report folder, where checks keep their stores and figures (created if needed).
     workers : int
-        Worker processes: of the claims, and of each experiment's sweeps.
+        Worker processes, shared by the claims and their experiments' runs.
     on_claim : callable, optional
         Called with each :class:`ClaimResult` as soon as it and every claim before it are complete.
     cache : dict, optional
@@ -141,7 +140,7 @@ def run(
     selected = select(ids)
     out.mkdir(parents=True, exist_ok=True)
     ctx = Context(quick=quick, out=out, workers=workers, cache={} if cache is None else cache)
-    parallel = workers > 1 and len(selected) > 1
+    parallel = workers > 1
     results = []
     for claim_id, remote in (_in_workers(selected, ctx, sources) if parallel else _here(selected)):
         claim = CLAIMS[claim_id]
@@ -196,35 +195,32 @@ def _groups(selected: list[str]) -> list[list[str]]:
     return groups
 
 
-def _in_workers(selected: list[str], ctx: Context, sources: Sequence[str]) -> Iterator[tuple[str, list[Outcome]]]:
-    """Yield each claim's outcomes in registry order, computed by whole claims in ``ctx.workers`` processes."""
-    groups = _groups(selected)
-    # the workers start (and import numpy) with one thread each and no progress bars
-    with child_environment({**dict.fromkeys(THREAD_VARS, "1"), "TQDM_DISABLE": "1"}, override=True):
-        pool = ProcessPoolExecutor(max_workers=min(ctx.workers, len(groups)),
-                                   mp_context=multiprocessing.get_context("spawn"),
-                                   initializer=_start_worker, initargs=(tuple(sources),))
-        futures = {}
-        for group in groups:
-            future = pool.submit(_run_claims, [(c, [chk.name for chk in CLAIMS[c].checks]) for c in group],
-                                 ctx.quick, ctx.out, ctx.workers)
-            futures.update(dict.fromkeys(group, future))
+def _last_seconds(out: Path, quick: bool) -> dict[str, float]:
+    """Seconds each claim's checks took in ``out / "report.json"`` if it is a report of this mode, else none."""
     try:
-        for claim_id in selected:
-            yield claim_id, futures[claim_id].result()[claim_id]
-    except BaseException:
-        # ProcessPoolExecutor cannot stop running tasks before Python 3.14: end its processes
-        processes = list((getattr(pool, "_processes", None) or {}).values())
-        pool.shutdown(wait=False, cancel_futures=True)
-        for process in processes:
-            process.terminate()
-        raise
-    pool.shutdown()
+        report = json.loads((out / "report.json").read_text())
+        if report["mode"] != ("quick" if quick else "full"):
+            return {}
+        return {c["id"]: sum(e["seconds"] for e in c["evidence"]) for c in report["claims"]}
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
 
 
-def _start_worker(sources: tuple[str, ...]) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    load(sources)
+def _in_workers(selected: list[str], ctx: Context, sources: Sequence[str]) -> Iterator[tuple[str, list[Outcome]]]:
+    """Yield each claim's outcomes in registry order, computed by groups of claims in a pool of ``ctx.workers`` processes."""
+    seconds = _last_seconds(ctx.out, ctx.quick)
+    # the longest first, as far as the last report of this mode knows: a long claim started last ends last
+    groups = sorted(_groups(selected), key=lambda group: -sum(seconds.get(c, float("inf")) for c in group))
+    tasks = [[(c, [chk.name for chk in CLAIMS[c].checks]) for c in group] for group in groups]
+    done = {}
+    pending = iter(selected)
+    claim_id = next(pending, None)
+    for _, outcomes in run_groups(tasks, _run_claims, (ctx.quick, ctx.out, ctx.workers), workers=ctx.workers,
+                                  sources=sources):
+        done.update(outcomes)
+        while claim_id in done:
+            yield claim_id, done.pop(claim_id)
+            claim_id = next(pending, None)
 
 
 #: The cache of the checks a worker process runs (:attr:`Context.cache`).

@@ -13,6 +13,7 @@ decision of ``attneb verify``, uses only the seeds its configuration names.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 from collections.abc import Callable
@@ -24,6 +25,8 @@ from tqdm import tqdm
 
 from numerics import sweep
 from numerics.sweep.workers import THREAD_VARS, child_environment
+
+from .shared_pool import shared_executor
 
 __all__ = ["STUDIES", "Study", "computed", "default_workers", "mode_name", "run_configs", "stored_rows", "study"]
 
@@ -81,12 +84,18 @@ def default_workers() -> int:
 
 
 def run_configs(configs: list[dict], store_path: Path, *, workers: int = 1) -> dict[str, list[dict]]:
-    """Run (or resume) the sweeps ``configs`` into the store with ``workers`` processes; rows by experiment name."""
+    """Run (or resume) the sweeps ``configs`` into the store with ``workers`` processes; rows by experiment name.
+
+    With ``workers > 1`` in a process of a parallel ``verify``, the runs go to its pool
+    (:mod:`proofs_check.shared_pool`) instead of a pool of their own.
+    """
     rows = {}
     with sweep.ResultStore(store_path) as store:
         for config in configs:
             experiment = sweep.Experiment.from_dict(config)
-            sweep.run_sweep(experiment, store, workers=workers, progress=True)
+            shared = shared_executor() if workers > 1 else None
+            sweep.run_sweep(experiment, store, workers=1 if shared else workers, executor=shared,
+                            max_in_flight=2 * workers if shared else None, progress=True)
             rows[experiment.name] = store.rows(experiment.name)
     return rows
 
@@ -105,19 +114,23 @@ def computed(todo: list[tuple], run, workers: int, desc: str):
     """Yield ``(args, run(*args))`` for every ``args`` of ``todo``, as each finishes.
 
     In this process when ``workers <= 1`` (where monkeypatches and swapped implementations
-    apply), else in a pool of ``workers`` spawned processes with one BLAS thread each. The caller
-    stores each record as it comes, so an interrupted run loses only the runs in flight.
+    apply); else in the pool of a parallel ``verify`` (:mod:`proofs_check.shared_pool`) when
+    this process belongs to one, or in a pool of ``workers`` spawned processes with one BLAS
+    thread each. The caller stores each record as it comes, so an interrupted run loses only
+    the runs in flight.
     """
     if workers <= 1 or len(todo) < 2:
         for args in tqdm(todo, desc=desc, unit="run", disable=None, dynamic_ncols=True):
             yield args, run(*args)
         return
-    with child_environment(dict.fromkeys(THREAD_VARS, "1"), override=False):
-        pool = ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=multiprocessing.get_context("spawn"))
-        try:
-            futures = {pool.submit(run, *args): args for args in todo}
-            for future in tqdm(as_completed(futures), total=len(futures), desc=desc, unit="run", disable=None,
-                               dynamic_ncols=True):
-                yield futures[future], future.result()
-        finally:
-            pool.shutdown(wait=False, cancel_futures=True)
+    shared = shared_executor()
+    with contextlib.ExitStack() as stack:
+        if shared is None:
+            stack.enter_context(child_environment(dict.fromkeys(THREAD_VARS, "1"), override=False))
+            pool = ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=multiprocessing.get_context("spawn"))
+            stack.callback(pool.shutdown, wait=False, cancel_futures=True)
+        futures = {(shared or pool).submit(run, *args): args for args in todo}
+        stack.callback(lambda: [future.cancel() for future in futures])
+        for future in tqdm(as_completed(futures), total=len(futures), desc=desc, unit="run", disable=None,
+                           dynamic_ncols=True):
+            yield futures[future], future.result()

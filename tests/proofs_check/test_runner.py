@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from proofs_check import cli
+from proofs_check import cli, runner
 from proofs_check.registry import CLAIMS, Evidence, check, claim
 
 PLUGIN = '''
@@ -71,3 +71,13 @@ def test_a_closed_pipe_ends_the_command_quietly():
     err = proc.stderr.read().decode()
     assert proc.wait() == cli.EXIT_CLOSED_PIPE == 141
     assert err == ""
+
+
+def test_the_order_of_the_claims_comes_from_the_last_report_of_the_same_mode_only(tmp_path):
+    report = {"mode": "quick", "claims": [{"id": "C1", "evidence": [{"seconds": 2.0}, {"seconds": 3.0}]},
+                                          {"id": "S1", "evidence": [{"seconds": 40.0}]}]}
+    (tmp_path / "report.json").write_text(json.dumps(report))
+    assert runner._last_seconds(tmp_path, quick=True) == {"C1": 5.0, "S1": 40.0}
+    assert runner._last_seconds(tmp_path, quick=False) == {}
+    (tmp_path / "report.json").write_text("{not json")
+    assert runner._last_seconds(tmp_path, quick=True) == {}

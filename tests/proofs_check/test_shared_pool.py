@@ -1,0 +1,77 @@
+"""The pool of a parallel verify: the checks' runs go to its processes, and nothing else starts."""
+
+import os
+import sys
+
+import pytest
+
+from proofs_check import runner
+from proofs_check.registry import CLAIMS
+
+PLUGIN = '''
+import os
+import time
+
+from proofs_check.registry import Evidence, check, claim
+from proofs_check.studies import computed
+
+
+def where(i):
+    """A run that says which process ran it, and that process's parent."""
+    time.sleep(0.05)
+    return {"pid": os.getpid(), "parent": os.getppid()}
+
+
+def broken(i):
+    raise ValueError(f"run {i} is broken")
+
+
+def fatal(i):
+    os._exit(7)
+
+
+def _runs(func):
+    return lambda ctx: Evidence(True, "identity", "ran", {
+        "pid": os.getpid(), "runs": [r for _, r in computed([(i,) for i in range(24)], func, ctx.workers, "toy")]})
+
+
+claim("Z5", "runs", "a toy claim whose check hands its runs to the pool")
+check("Z5", "where the runs ran", criterion="always passes")(_runs(where))
+claim("Z6", "a run raises", "a toy claim whose runs raise")
+check("Z6", "runs that raise", criterion="always passes")(_runs(broken))
+claim("Z4", "a run ends its process", "a toy claim whose runs kill their process")
+check("Z4", "runs that exit", criterion="always passes")(_runs(fatal))
+'''
+
+
+@pytest.fixture
+def plugin(tmp_path):
+    """A plugin file registering the toy claims, here and in the pool's processes; removed afterwards."""
+    saved = set(CLAIMS)
+    path = tmp_path / "toy_pool.py"
+    path.write_text(PLUGIN)
+    runner.load([str(path)])
+    yield str(path)
+    for cid in set(CLAIMS) - saved:
+        del CLAIMS[cid]
+    sys.modules.pop("attneb_user_toy_pool", None)
+
+
+def test_the_runs_of_the_checks_go_to_the_pool_and_no_process_starts_another(plugin, tmp_path):
+    runs_ok, raising = runner.run(["Z5", "Z6"], quick=True, out=tmp_path, workers=2, sources=[plugin])
+    data = runs_ok.checks[0].evidence.data
+    assert len(data["runs"]) == 24
+    ran = {r["pid"] for r in data["runs"]}
+    # both processes of the pool computed runs (the check's own through its helper thread), and
+    # each is a child of this process: no pool was started inside a worker
+    assert data["pid"] in ran and len(ran) == 2 and os.getpid() not in ran
+    assert {r["parent"] for r in data["runs"]} == {os.getpid()}
+    # a run that raises makes its check an error, with the traceback of the process that ran it
+    assert raising.status == "error"
+    error = raising.checks[0].error
+    assert "ValueError: run" in error and "is broken" in error and "in broken" in error
+
+
+def test_a_process_of_the_pool_that_ends_stops_the_run(plugin, tmp_path):
+    with pytest.raises(RuntimeError, match=r"ended \(exit code 7\)"):
+        runner.run(["Z4", "Z5"], quick=True, out=tmp_path, workers=2, sources=[plugin])
