@@ -85,8 +85,8 @@ def run_check(chk: Check, ctx: Context) -> CheckResult:
 
 
 def select(ids: Iterable[str] | None) -> list[str]:
-    """Claim ids to run (default: all, in registry order); unknown ids raise ``ValueError``."""
-    selected = list(CLAIMS) if ids is None else list(ids)
+    """Claim ids to run, each once (default: all, in registry order); unknown ids raise ``ValueError``."""
+    selected = list(CLAIMS) if ids is None else list(dict.fromkeys(ids))
     unknown = [i for i in selected if i not in CLAIMS]
     if unknown:
         raise ValueError(f"unknown claim id(s) {unknown}; known: {list(CLAIMS)}")

@@ -1,21 +1,26 @@
 """One pool of worker processes for a parallel ``verify``: the claims and their experiments' runs share it.
 
 ``verify --workers W`` starts ``W`` spawned processes (one BLAS and kernel thread each, no
-progress bars) and no others. Each process takes, in turn, a run that some check is waiting
-for or, when none is queued, the next group of claims, whose checks it runs. A check hands the
-runs of its experiments (:func:`proofs_check.studies.computed`, the sweeps of
+progress bars). Each takes, in turn, a run that some check is waiting for or, when none is
+queued, the next group of claims, whose checks it runs. A check hands the runs of its
+experiments (:func:`proofs_check.studies.computed`, the sweeps of
 :func:`proofs_check.studies.run_configs`) to its process's :class:`SharedExecutor`, which queues
-them for the whole pool; while the check waits for them, a thread of its process runs queued
-runs too (its own or another check's). So at most ``W`` processes compute at any time, however
-many checks have runs in flight, and ``W`` interpreters start (each importing numpy, scipy
-and sympy) for the whole run.
+them where every process of the pool can take them; while the check waits for them, a thread of
+its own process computes them too (only its own, so that a run sees the process state of the
+check that asked for it, as with one worker). So ``W`` interpreters start for the whole run
+(each importing numpy, scipy and sympy once), and about ``W`` computations run at a time: one
+per process, except that a process's helper thread may finish a run while its check has
+resumed. A run that asks for runs of its own computes them itself, one after another.
 
 Before this pool, every claim's process started a pool of ``W`` more processes for each of its
 sweeps: up to ``W * (W + 1)`` processes at once, and a fresh pool, whose interpreters import
 everything again, for every sweep.
 
 A run is a pure function of its arguments and the store keeps the first write of each, so
-which process computes a run changes no result.
+which process computes a run changes no result. A process that dies (killed for memory, say)
+ends the whole run with an error naming the claims it was running: a process that dies inside a
+queue's lock leaves the queue unusable, so the pool cannot go on safely. The store keeps every run
+finished until then, and the next ``verify`` resumes from it.
 """
 
 from __future__ import annotations
@@ -27,113 +32,165 @@ import os
 import pickle
 import queue
 import threading
+import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future
-from pathlib import Path
 
 from numerics.sweep.workers import THREAD_VARS, _init_worker, child_environment
 
-__all__ = ["RemoteTraceback", "SharedExecutor", "run_groups", "shared_executor"]
+__all__ = ["RemoteTraceback", "SharedExecutor", "in_run", "run_groups", "shared_executor"]
 
-#: How long an idle process waits on one queue before it looks at the other (seconds).
+#: How long an idle process waits on one queue before it looks at the others (seconds).
 _POLL_S = 0.02
 #: How often the parent looks for a worker that died (seconds).
 _WATCH_S = 1.0
 
 _executor: SharedExecutor | None = None
+_local = threading.local()
 
 
 def shared_executor() -> SharedExecutor | None:
-    """The pool's executor in a worker process of :func:`run_groups`; ``None`` in any other process."""
-    return _executor
+    """The pool's executor in a worker process of :func:`run_groups`; ``None`` in any other process or inside a run."""
+    return None if in_run() else _executor
+
+
+def in_run() -> bool:
+    """Whether this thread is computing a run of the pool (whose own runs then run in it, one after another)."""
+    return getattr(_local, "in_run", False)
 
 
 class RemoteTraceback(Exception):
-    """The traceback of an exception that a run raised in another process (set as the exception's ``__cause__``)."""
+    """The traceback of an exception raised in another process (set as the exception's ``__cause__``)."""
 
     def __str__(self) -> str:
         return self.args[0]
 
 
-def _pickled_outcome(key, func: Callable, args: tuple) -> bytes:
-    """Run ``func(*args)``; ``(key, True, result)`` or ``(key, False, (exception, traceback))``, pickled."""
+def _failure(exc: BaseException, text: str) -> bytes:
+    """``(False, (exc, text))`` pickled, with a ``RuntimeError`` in place of an exception that does not round-trip."""
     try:
-        outcome = (key, True, func(*args))
-    except BaseException as exc:  # noqa: BLE001 - handed back to whoever submitted the run
-        outcome = (key, False, (exc, traceback.format_exc()))
-    try:
-        return pickle.dumps(outcome)
-    except Exception as exc:  # noqa: BLE001 - an unpicklable result or exception
-        text = f"the outcome of the run could not be sent back: {exc!r}\n" + (outcome[2][1] if not outcome[1] else "")
-        return pickle.dumps((key, False, (RuntimeError(text.splitlines()[0]), text)))
+        blob = pickle.dumps((False, (exc, text)))
+        pickle.loads(blob)
+        return blob
+    except Exception:  # noqa: BLE001 - e.g. an exception whose __init__ takes other arguments than its args
+        return pickle.dumps((False, (RuntimeError(f"{type(exc).__name__}: {exc}"), text)))
 
 
-def _execute(item: bytes, results: Sequence) -> None:
-    """Run one queued run and send its outcome to the queue of the process that submitted it."""
-    requester, key, func, args = pickle.loads(item)
-    results[requester].put(_pickled_outcome(key, func, args))
+def _outcome(func: Callable, args: tuple) -> bytes:
+    """``func(*args)`` as a pickled ``(True, result)``, or ``(False, (exception, traceback))``."""
+    try:
+        result = func(*args)
+    except BaseException as exc:  # noqa: BLE001 - handed back to whoever asked for it
+        return _failure(exc, traceback.format_exc())
+    try:
+        return pickle.dumps((True, result))
+    except Exception as exc:  # noqa: BLE001
+        return _failure(RuntimeError(f"the result could not be sent back: {exc!r}"), traceback.format_exc())
+
+
+def _unpickled(blob: bytes) -> tuple[bool, object]:
+    """The ``(ok, payload)`` of :func:`_outcome`, or a failure saying why it cannot be read here."""
+    try:
+        return pickle.loads(blob)
+    except Exception as exc:  # noqa: BLE001
+        return False, (RuntimeError(f"the outcome could not be read back: {exc!r}"), traceback.format_exc())
+
+
+def _raise(payload) -> None:
+    exc, text = payload
+    raise exc from RemoteTraceback(text)
+
+
+def _execute(item: tuple, results: Sequence) -> None:
+    """Compute one queued run and send its outcome to the process that submitted it."""
+    requester, key, blob = item
+    _local.in_run = True
+    try:
+        ok, payload = _unpickled(blob)
+        outcome = _outcome(*payload) if ok else _failure(*payload)
+    finally:
+        _local.in_run = False
+    results[requester].put((key, outcome))
+
+
+def _fail_all(pending: dict, exc: BaseException) -> None:
+    for future in pending.values():
+        if future.set_running_or_notify_cancel():
+            future.set_exception(exc)
+    pending.clear()
 
 
 class SharedExecutor(Executor):
-    """Runs submitted in one worker process of :func:`run_groups`, executed by any process of the pool.
+    """Runs submitted in one worker process of :func:`run_groups`, computed by any process of the pool.
 
-    ``submit`` queues the run for the pool and returns a :class:`concurrent.futures.Future`
-    that this process completes when the outcome comes back. While runs of this process are
-    pending, one of its threads executes queued runs (any process's): the check that waits for
-    them keeps its core busy. A cancelled future's run may still execute; its outcome is dropped.
-    An exception raised by a run is re-raised by ``Future.result()`` with the remote traceback
-    as its ``__cause__`` (:class:`RemoteTraceback`).
+    ``submit`` queues the run and returns a :class:`concurrent.futures.Future` that this process
+    completes when the outcome comes back. While a future of this process is pending and not
+    cancelled, its helper thread computes this process's queued runs. A cancelled future's run may
+    still be computed; its outcome is dropped. An exception raised by a run is raised again by
+    ``Future.result()``, with the remote traceback as its ``__cause__`` (:class:`RemoteTraceback`).
     """
 
-    def __init__(self, index: int, runs, results: Sequence) -> None:
+    def __init__(self, index: int, runs: Sequence, results: Sequence) -> None:
         self._index, self._runs, self._results = index, runs, results
-        self._pending: dict[int, Future] = {}
+        self._pending: dict[tuple[int, int], Future] = {}
         self._changed = threading.Condition()
-        self._keys = itertools.count()
+        self._keys = zip(itertools.repeat(os.getpid()), itertools.count())
         for target, name in ((self._receive, "receive"), (self._help, "help")):
             threading.Thread(target=target, daemon=True, name=f"attneb-pool-{name}").start()
 
     def submit(self, fn, /, *args, **kwargs) -> Future:
         if kwargs:
             fn = functools.partial(fn, **kwargs)
+        blob = pickle.dumps((True, (fn, args)))  # here, so that an unpicklable run raises here
         key = next(self._keys)
-        item = pickle.dumps((self._index, key, fn, args))  # here, so that an unpicklable run raises here
         future = Future()
         with self._changed:
             self._pending[key] = future
             self._changed.notify_all()
-        self._runs.put(item)
+        self._runs[self._index].put((self._index, key, blob))
         return future
 
     def _receive(self) -> None:
-        while True:
-            key, ok, payload = pickle.loads(self._results[self._index].get())
+        try:
+            while True:
+                key, blob = self._results[self._index].get()
+                with self._changed:
+                    future = self._pending.pop(key)
+                if future is None or not future.set_running_or_notify_cancel():
+                    continue
+                ok, payload = _unpickled(blob)
+                if ok:
+                    future.set_result(payload)
+                else:
+                    exc, text = payload
+                    exc.__cause__ = RemoteTraceback(text)
+                    future.set_exception(exc)
+        except BaseException as exc:  # noqa: BLE001 - the queue broke (the process is ending): nothing will come back
             with self._changed:
-                future = self._pending.pop(key)
-            if not future.set_running_or_notify_cancel():
-                continue
-            if ok:
-                future.set_result(payload)
-            else:
-                exc, text = payload
-                exc.__cause__ = RemoteTraceback(text)
-                future.set_exception(exc)
+                _fail_all(self._pending, RuntimeError(f"this process stopped receiving the outcomes of its runs: {exc!r}"))
+
+    def _waiting(self) -> bool:
+        return any(not future.cancelled() for future in self._pending.values())
 
     def _help(self) -> None:
         while True:
             with self._changed:
-                self._changed.wait_for(lambda: self._pending)
+                self._changed.wait_for(self._waiting, timeout=1.0)
+                if not self._waiting():
+                    continue
             try:
-                item = self._runs.get(timeout=_POLL_S)
+                item = self._runs[self._index].get(timeout=_POLL_S)
             except queue.Empty:
                 continue
+            except (OSError, ValueError, EOFError):
+                return  # the queue is closed: the process is ending
             _execute(item, self._results)
 
 
 def _worker(index: int, parent: int, sources: tuple[str, ...], run_claims: Callable, args: tuple,
-            queues: tuple, stop) -> None:
-    """A process of the pool: queued runs first, else the next group of claims, until ``stop`` is set."""
+            queues: tuple, groups_running, stop) -> None:
+    """A process of the pool: queued runs first (its own, then the others'), else the next group, until ``stop``."""
     global _executor
     from .runner import load
 
@@ -141,14 +198,22 @@ def _worker(index: int, parent: int, sources: tuple[str, ...], run_claims: Calla
     groups, runs, results, outcomes = queues
     load(sources)
     _executor = SharedExecutor(index, runs, results)
+    order = [runs[(index + i) % len(runs)] for i in range(len(runs))]
     more_groups = True
     while not stop.is_set():
-        try:
-            _execute(runs.get(timeout=0 if more_groups else _POLL_S), results)
+        item = None
+        for pipe in order:
+            try:
+                item = pipe.get(block=False)
+                break
+            except queue.Empty:
+                pass
+        if item is not None:
+            _execute(item, results)
             continue
-        except queue.Empty:
-            if not more_groups:
-                continue
+        if not more_groups:
+            stop.wait(_POLL_S)
+            continue
         try:
             task = groups.get(timeout=_POLL_S)
         except queue.Empty:
@@ -157,56 +222,72 @@ def _worker(index: int, parent: int, sources: tuple[str, ...], run_claims: Calla
             more_groups = False
             continue
         number, group = task
-        outcomes.put(_pickled_outcome(number, run_claims, (group, *args)))
-    for pipe in (groups, runs, *results, outcomes):
-        pipe.cancel_join_thread()  # what is still unsent is no longer awaited: exit without flushing it
+        groups_running[index] = number
+        outcomes.put((number, _outcome(run_claims, (group, *args))))
+    for pipe in (groups, *runs, *results):
+        pipe.cancel_join_thread()  # what is still unsent is awaited by no one: exit without flushing it
 
 
 def run_groups(groups: Sequence, run_claims: Callable, args: tuple, *, workers: int,
                sources: Sequence[str] = ()) -> Iterator[tuple[int, object]]:
     """Yield ``(i, run_claims(groups[i], *args))`` for every group, as each completes, computed by a pool of ``workers``.
 
-    ``run_claims`` and ``args`` must be picklable (``run_claims`` a module-level function).
-    The processes are spawned with one BLAS thread each and no progress bars, and load
-    ``sources`` first (see :func:`proofs_check.runner.load`). If ``run_claims`` raises in a
-    worker, the exception is raised here, with its traceback as ``__cause__``; if a worker
-    process ends, a ``RuntimeError`` says so. Closing the generator, or an exception, ends
-    every process of the pool.
+    Each group is a sequence of tuples whose first item names a claim. ``run_claims`` and
+    ``args`` must be picklable (``run_claims`` a module-level function). The processes are
+    spawned with one BLAS thread each and no progress bars, and load ``sources`` first (see
+    :func:`proofs_check.runner.load`). If ``run_claims`` raises in a worker, the exception is
+    raised here, with its traceback as ``__cause__``; if a worker process dies, a
+    ``RuntimeError`` names the claims it was running. Closing the generator, or an exception,
+    ends every process of the pool at once.
     """
     context = multiprocessing.get_context("spawn")
-    queues = (context.Queue(), context.Queue(), [context.Queue() for _ in range(workers)], context.Queue())
+    queues = (context.Queue(), [context.Queue() for _ in range(workers)], [context.Queue() for _ in range(workers)],
+              context.Queue())
     group_queue, outcomes = queues[0], queues[3]
+    # the group each process took last (-1: none yet); its outcome may still be on the way
+    groups_running = context.Array("q", [-1] * workers, lock=False)
     stop = context.Event()
     with child_environment({**dict.fromkeys(THREAD_VARS, "1"), "TQDM_DISABLE": "1"}, override=True):
-        processes = [context.Process(target=_worker, name=f"attneb-verify-{i}",
-                                     args=(i, os.getpid(), tuple(sources), run_claims, args, queues, stop))
+        processes = [context.Process(target=_worker, name=f"attneb-verify-{i}", daemon=True,
+                                     args=(i, os.getpid(), tuple(sources), run_claims, args, queues, groups_running,
+                                           stop))
                      for i in range(workers)]
         for process in processes:
             process.start()
+    completed = False
     try:
         for number, group in enumerate(groups):
             group_queue.put((number, group))
         for _ in processes:
             group_queue.put(None)
-        for _ in groups:
-            while True:
-                try:
-                    number, ok, payload = pickle.loads(outcomes.get(timeout=_WATCH_S))
-                    break
-                except queue.Empty:
-                    ended = [p for p in processes if not p.is_alive()]
-                    if ended:
-                        raise RuntimeError(f"worker process {ended[0].name} of verify's pool ended (exit code "
-                                           f"{ended[0].exitcode}) before the claims were done") from None
+        done: set[int] = set()
+        while len(done) < len(groups):
+            try:
+                number, blob = outcomes.get(timeout=_WATCH_S)
+            except queue.Empty:
+                for i, process in enumerate(processes):
+                    if not process.is_alive():
+                        running = groups_running[i]
+                        what = (f"running the claims {[claim for claim, *_ in groups[running]]}"
+                                if running >= 0 and running not in done else "between claims")
+                        raise RuntimeError(
+                            f"worker process {process.name} of verify's pool died (exit code {process.exitcode}"
+                            f"{': killed, out of memory?' if process.exitcode == -9 else ''}), {what}; the store keeps "
+                            "the runs finished so far and the next verify resumes from them (with fewer --workers if "
+                            "memory ran out)")
+                continue
+            done.add(number)
+            ok, payload = _unpickled(blob)
             if not ok:
-                exc, text = payload
-                raise exc from RemoteTraceback(text)
+                _raise(payload)
             yield number, payload
+        completed = True
     finally:
         stop.set()
+        # idle processes see stop within _POLL_S and exit cleanly; on an error, or past the deadline, they are ended
+        deadline = time.monotonic() + (2.0 if completed else 0.0)
         for process in processes:
-            process.join(timeout=2 * _WATCH_S)
+            process.join(timeout=max(0.0, deadline - time.monotonic()))
+            process.terminate()
         for process in processes:
-            if process.is_alive():
-                process.terminate()
-                process.join()
+            process.join()

@@ -14,10 +14,11 @@ decision of ``attneb verify``, uses only the seeds its configuration names.
 from __future__ import annotations
 
 import contextlib
+import functools
 import multiprocessing
 import os
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,7 +27,7 @@ from tqdm import tqdm
 from numerics import sweep
 from numerics.sweep.workers import THREAD_VARS, child_environment
 
-from .shared_pool import shared_executor
+from .shared_pool import in_run, shared_executor
 
 __all__ = ["STUDIES", "Study", "computed", "default_workers", "mode_name", "run_configs", "stored_rows", "study"]
 
@@ -87,14 +88,16 @@ def run_configs(configs: list[dict], store_path: Path, *, workers: int = 1) -> d
     """Run (or resume) the sweeps ``configs`` into the store with ``workers`` processes; rows by experiment name.
 
     With ``workers > 1`` in a process of a parallel ``verify``, the runs go to its pool
-    (:mod:`proofs_check.shared_pool`) instead of a pool of their own.
+    (:mod:`proofs_check.shared_pool`) instead of a pool of their own; inside a run of that
+    pool, they run here.
     """
+    shared = shared_executor() if workers > 1 else None
+    local_workers = 1 if shared is not None or in_run() else workers
     rows = {}
     with sweep.ResultStore(store_path) as store:
         for config in configs:
             experiment = sweep.Experiment.from_dict(config)
-            shared = shared_executor() if workers > 1 else None
-            sweep.run_sweep(experiment, store, workers=1 if shared else workers, executor=shared,
+            sweep.run_sweep(experiment, store, workers=local_workers, executor=shared,
                             max_in_flight=2 * workers if shared else None, progress=True)
             rows[experiment.name] = store.rows(experiment.name)
     return rows
@@ -114,23 +117,30 @@ def computed(todo: list[tuple], run, workers: int, desc: str):
     """Yield ``(args, run(*args))`` for every ``args`` of ``todo``, as each finishes.
 
     In this process when ``workers <= 1`` (where monkeypatches and swapped implementations
-    apply); else in the pool of a parallel ``verify`` (:mod:`proofs_check.shared_pool`) when
-    this process belongs to one, or in a pool of ``workers`` spawned processes with one BLAS
-    thread each. The caller stores each record as it comes, so an interrupted run loses only
-    the runs in flight.
+    apply) or inside a run of the pool; else in the pool of a parallel ``verify``
+    (:mod:`proofs_check.shared_pool`) when this process belongs to one, or in a pool of
+    ``workers`` spawned processes with one BLAS thread each; ``2 * workers`` runs at most are
+    submitted and not finished at once (:func:`numerics.sweep.iter_results`). The caller stores
+    each record as it comes, so an interrupted run loses only the runs in flight.
     """
-    if workers <= 1 or len(todo) < 2:
+    if workers <= 1 or len(todo) < 2 or in_run():
         for args in tqdm(todo, desc=desc, unit="run", disable=None, dynamic_ncols=True):
             yield args, run(*args)
         return
-    shared = shared_executor()
     with contextlib.ExitStack() as stack:
-        if shared is None:
+        executor = shared_executor()
+        if executor is None:
             stack.enter_context(child_environment(dict.fromkeys(THREAD_VARS, "1"), override=False))
-            pool = ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=multiprocessing.get_context("spawn"))
-            stack.callback(pool.shutdown, wait=False, cancel_futures=True)
-        futures = {(shared or pool).submit(run, *args): args for args in todo}
-        stack.callback(lambda: [future.cancel() for future in futures])
-        for future in tqdm(as_completed(futures), total=len(futures), desc=desc, unit="run", disable=None,
-                           dynamic_ncols=True):
-            yield futures[future], future.result()
+            executor = ProcessPoolExecutor(max_workers=min(workers, len(todo)),
+                                           mp_context=multiprocessing.get_context("spawn"))
+            stack.callback(executor.shutdown, wait=False, cancel_futures=True)
+        bar = stack.enter_context(tqdm(total=len(todo), desc=desc, unit="run", disable=None, dynamic_ncols=True))
+        for args, record in sweep.iter_results(todo, functools.partial(_unpacked, run), executor=executor,
+                                               max_in_flight=2 * workers):
+            bar.update()
+            yield args, record
+
+
+def _unpacked(run, args: tuple):
+    """``run(*args)``: a picklable adapter of a run to :func:`numerics.sweep.iter_results`' one argument."""
+    return run(*args)

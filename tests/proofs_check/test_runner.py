@@ -81,3 +81,7 @@ def test_the_order_of_the_claims_comes_from_the_last_report_of_the_same_mode_onl
     assert runner._last_seconds(tmp_path, quick=False) == {}
     (tmp_path / "report.json").write_text("{not json")
     assert runner._last_seconds(tmp_path, quick=True) == {}
+
+
+def test_a_claim_named_twice_runs_once():
+    assert runner.select(["C4", "C1", "C4"]) == ["C4", "C1"]
