@@ -174,7 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def add_verify_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``attneb verify`` (also those of ``python -m proofs_check``)."""
-    parser.add_argument("--quick", action="store_true", help="smaller problems (about 5 minutes on 2 cores); still real checks")
+    parser.add_argument("--quick", action="store_true", help="smaller problems (about 4 minutes on 2 cores); still real checks")
     parser.add_argument("--out", default="attneb-report", help="report folder (default: ./attneb-report)")
     parser.add_argument("--only", nargs="+", metavar="ID", help="run only these claim ids (e.g. C1 C3)")
     parser.add_argument("--workers", type=_positive_int, default=_cores(),

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import json
 import sys
 import time
 import traceback
@@ -110,9 +109,8 @@ def run(
     ``sources`` and runs whole claims: the checks of one claim, and the claims of a group of
     :data:`SHARED_MEASUREMENTS`, run one after another in one process, sharing its cache. The
     runs of the checks' experiments go to the same processes (:mod:`proofs_check.shared_pool`):
-    at most ``workers`` processes compute at any time. The groups start longest first, as the
-    report of the same mode already in ``out`` timed them (in registry order without one). The results do not
-    depend on ``workers``: every check computes the same numbers in any process, the store
+    about ``workers`` computations run at a time. The results do not depend on ``workers``:
+    every check computes the same numbers in any process, the store
     takes concurrent writers, and :class:`ClaimResult` s come in registry order. A check that
     a fresh process does not know (registered at run time, not by ``sources``) runs in this
     process, as do all of them with ``workers == 1``; swapped or monkeypatched code reaches
@@ -195,23 +193,9 @@ def _groups(selected: list[str]) -> list[list[str]]:
     return groups
 
 
-def _last_seconds(out: Path, quick: bool) -> dict[str, float]:
-    """Seconds each claim's checks took in ``out / "report.json"`` if it is a report of this mode, else none."""
-    try:
-        report = json.loads((out / "report.json").read_text())
-        if report["mode"] != ("quick" if quick else "full"):
-            return {}
-        return {c["id"]: sum(e["seconds"] for e in c["evidence"]) for c in report["claims"]}
-    except (OSError, ValueError, KeyError, TypeError):
-        return {}
-
-
 def _in_workers(selected: list[str], ctx: Context, sources: Sequence[str]) -> Iterator[tuple[str, list[Outcome]]]:
     """Yield each claim's outcomes in registry order, computed by groups of claims in a pool of ``ctx.workers`` processes."""
-    seconds = _last_seconds(ctx.out, ctx.quick)
-    # the longest first, as far as the last report of this mode knows: a long claim started last ends last
-    groups = sorted(_groups(selected), key=lambda group: -sum(seconds.get(c, float("inf")) for c in group))
-    tasks = [[(c, [chk.name for chk in CLAIMS[c].checks]) for c in group] for group in groups]
+    tasks = [[(c, [chk.name for chk in CLAIMS[c].checks]) for c in group] for group in _groups(selected)]
     done = {}
     pending = iter(selected)
     claim_id = next(pending, None)

@@ -73,15 +73,5 @@ def test_a_closed_pipe_ends_the_command_quietly():
     assert err == ""
 
 
-def test_the_order_of_the_claims_comes_from_the_last_report_of_the_same_mode_only(tmp_path):
-    report = {"mode": "quick", "claims": [{"id": "C1", "evidence": [{"seconds": 2.0}, {"seconds": 3.0}]},
-                                          {"id": "S1", "evidence": [{"seconds": 40.0}]}]}
-    (tmp_path / "report.json").write_text(json.dumps(report))
-    assert runner._last_seconds(tmp_path, quick=True) == {"C1": 5.0, "S1": 40.0}
-    assert runner._last_seconds(tmp_path, quick=False) == {}
-    (tmp_path / "report.json").write_text("{not json")
-    assert runner._last_seconds(tmp_path, quick=True) == {}
-
-
 def test_a_claim_named_twice_runs_once():
     assert runner.select(["C4", "C1", "C4"]) == ["C4", "C1"]
