@@ -205,6 +205,8 @@ def _in_workers(selected: list[str], ctx: Context, sources: Sequence[str]) -> It
         while claim_id in done:
             yield claim_id, done.pop(claim_id)
             claim_id = next(pending, None)
+    if claim_id is not None:
+        raise RuntimeError(f"verify's pool ended without the outcome of claim {claim_id}")
 
 
 #: The cache of the checks a worker process runs (:attr:`Context.cache`).

@@ -6,8 +6,8 @@ queued, the next group of claims, whose checks it runs. A check hands the runs o
 experiments (:func:`proofs_check.studies.computed`, the sweeps of
 :func:`proofs_check.studies.run_configs`) to its process's :class:`SharedExecutor`, which queues
 them where every process of the pool can take them; while the check waits for them, a thread of
-its own process computes them too (only its own, so that a run sees the process state of the
-check that asked for it, as with one worker). So ``W`` interpreters start for the whole run
+its own process computes them too (only its own: no run computes beside another check in
+progress, whose process state, warnings filters say, it would share). So ``W`` interpreters start for the whole run
 (each importing numpy, scipy and sympy once), and about ``W`` computations run at a time: one
 per process, except that a process's helper thread may finish a run while its check has
 resumed. A run that asks for runs of its own computes them itself, one after another.
@@ -157,7 +157,7 @@ class SharedExecutor(Executor):
                 key, blob = self._results[self._index].get()
                 with self._changed:
                     future = self._pending.pop(key)
-                if future is None or not future.set_running_or_notify_cancel():
+                if not future.set_running_or_notify_cancel():  # cancelled: its outcome is dropped
                     continue
                 ok, payload = _unpickled(blob)
                 if ok:
