@@ -1,5 +1,6 @@
 """The pool of a parallel verify: the checks' runs go to its processes, and nothing else starts."""
 
+import operator
 import os
 import sys
 
@@ -9,6 +10,7 @@ from proofs_check import runner
 from proofs_check.registry import CLAIMS
 
 PLUGIN = '''
+import operator
 import os
 import time
 
@@ -83,3 +85,12 @@ def test_the_runs_of_the_checks_go_to_the_pool_and_no_process_starts_another(plu
 def test_a_process_of_the_pool_that_ends_stops_the_run(plugin, tmp_path):
     with pytest.raises(RuntimeError, match=r"died \(exit code 7\), running the claims \[.Z4.\]"):
         runner.run(["Z4", "Z5"], quick=True, out=tmp_path, workers=2, sources=[plugin])
+
+
+def test_outside_a_pool_computed_starts_its_own_processes_and_yields_every_run_once():
+    from proofs_check.studies import computed
+
+    todo = [(i, 1) for i in range(9)]
+    got = dict(computed(todo, operator.add, 2, "toy"))
+    assert got == {(i, 1): i + 1 for i in range(9)}
+    assert os.getpid() not in {pid for _, pid in computed([()] * 4, os.getpid, 2, "toy")}
