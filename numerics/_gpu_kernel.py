@@ -61,3 +61,114 @@ def kernel_sums(qa_ptr, ka_ptr, values_ptr, lse_ptr, mean_ptr, m, n, n_full, D: 
         out = acc / run_sum[:, None]
         tl.store(mean_ptr + rows[:, None] * D + (width[None, :] - first), out,
                  mask=row_ok[:, None] & (width[None, :] >= first) & (width[None, :] < D + first))
+
+
+
+@triton.jit
+def _direct_rows(qs_ptr, rows, row_ok, m, D: tl.constexpr):
+    """The query coefficients ``a_m0 .. a_m3`` of a block of rows (``D`` rows of ``m`` in ``qs_ptr``; zeros past ``D``)."""
+    a0 = tl.load(qs_ptr + rows, mask=row_ok, other=0.0)
+    a1 = tl.zeros_like(a0)
+    a2 = tl.zeros_like(a0)
+    a3 = tl.zeros_like(a0)
+    if D > 1:
+        a1 = tl.load(qs_ptr + m + rows, mask=row_ok, other=0.0)
+    if D > 2:
+        a2 = tl.load(qs_ptr + 2 * m + rows, mask=row_ok, other=0.0)
+    if D > 3:
+        a3 = tl.load(qs_ptr + 3 * m + rows, mask=row_ok, other=0.0)
+    return a0, a1, a2, a3
+
+
+@triton.jit
+def _direct_cols(ks_ptr, cols, col_ok, n, D: tl.constexpr):
+    """The keys' terms ``b_j`` (``-inf`` past ``n``) and coordinates ``k_j0 .. k_j3`` of a block of columns (``D + 1``
+    rows of ``n`` in ``ks_ptr``, ``b`` last; zeros past ``D``)."""
+    b = tl.load(ks_ptr + D * n + cols, mask=col_ok, other=float("-inf"))
+    k0 = tl.load(ks_ptr + cols, mask=col_ok, other=0.0)
+    k1 = tl.zeros_like(k0)
+    k2 = tl.zeros_like(k0)
+    k3 = tl.zeros_like(k0)
+    if D > 1:
+        k1 = tl.load(ks_ptr + n + cols, mask=col_ok, other=0.0)
+    if D > 2:
+        k2 = tl.load(ks_ptr + 2 * n + cols, mask=col_ok, other=0.0)
+    if D > 3:
+        k3 = tl.load(ks_ptr + 3 * n + cols, mask=col_ok, other=0.0)
+    return b, k0, k1, k2, k3
+
+
+@triton.jit
+def _direct_logits(shift, a0, a1, a2, a3, b, k0, k1, k2, k3, D: tl.constexpr):
+    """The tile ``shift_m + b_j + sum_i a_mi k_ji`` by ``D`` fused multiply-adds an element."""
+    logits = shift[:, None] + b[None, :]
+    logits += a0[:, None] * k0[None, :]
+    if D > 1:
+        logits += a1[:, None] * k1[None, :]
+    if D > 2:
+        logits += a2[:, None] * k2[None, :]
+    if D > 3:
+        logits += a3[:, None] * k3[None, :]
+    return logits
+
+
+@triton.jit(do_not_specialize=["m", "n"])
+def direct_max(qs_ptr, ks_ptr, max_ptr, m, n, D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Per query row, the largest logit ``max_j (b_j + a_m . k_j)`` (the first pass of :func:`direct_sums` where the
+    queries are not the keys). The maxima are kept per tile element and reduced once, after the loop."""
+    dtype = qs_ptr.dtype.element_ty
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    row_ok = rows < m
+    a0, a1, a2, a3 = _direct_rows(qs_ptr, rows, row_ok, m, D)
+    zero = tl.zeros([BLOCK_M], dtype)
+    best = tl.full([BLOCK_M, BLOCK_N], float("-inf"), dtype)
+    for start in range(0, n, BLOCK_N):
+        cols = start + tl.arange(0, BLOCK_N)
+        b, k0, k1, k2, k3 = _direct_cols(ks_ptr, cols, cols < n, n, D)
+        best = tl.maximum(best, _direct_logits(zero, a0, a1, a2, a3, b, k0, k1, k2, k3, D))
+    tl.store(max_ptr + rows, tl.max(best, axis=1), mask=row_ok)
+
+
+@triton.jit(do_not_specialize=["m", "n"])
+def direct_sums(qs_ptr, ks_ptr, shift_ptr, sum_ptr, mean_ptr, m, n, D: tl.constexpr, BLOCK_M: tl.constexpr,
+                BLOCK_N: tl.constexpr, WANT_MEAN: tl.constexpr):
+    """Per query row, ``s = sum_j 2^(b_j + a_m . k_j - shift_m)`` and the weighted mean of the keys' coordinates.
+
+    ``shift_m`` is at least about the row's largest logit (no weight overflows) and at most a few units above it (the
+    sum does not underflow). The sums are kept per tile element and reduced once, after the loop: no reduction and no
+    rescaling inside it. Up to ``D = 4`` coordinates (one accumulator each).
+    """
+    dtype = qs_ptr.dtype.element_ty
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    row_ok = rows < m
+    a0, a1, a2, a3 = _direct_rows(qs_ptr, rows, row_ok, m, D)
+    minus_shift = -tl.load(shift_ptr + rows, mask=row_ok, other=0.0)
+    total = tl.zeros([BLOCK_M, BLOCK_N], dtype)
+    acc0 = tl.zeros([BLOCK_M, BLOCK_N], dtype)
+    acc1 = tl.zeros([BLOCK_M, BLOCK_N], dtype)
+    acc2 = tl.zeros([BLOCK_M, BLOCK_N], dtype)
+    acc3 = tl.zeros([BLOCK_M, BLOCK_N], dtype)
+    for start in range(0, n, BLOCK_N):
+        cols = start + tl.arange(0, BLOCK_N)
+        b, k0, k1, k2, k3 = _direct_cols(ks_ptr, cols, cols < n, n, D)
+        weights = tl.exp2(_direct_logits(minus_shift, a0, a1, a2, a3, b, k0, k1, k2, k3, D))
+        total += weights
+        if WANT_MEAN:
+            acc0 += weights * k0[None, :]
+            if D > 1:
+                acc1 += weights * k1[None, :]
+            if D > 2:
+                acc2 += weights * k2[None, :]
+            if D > 3:
+                acc3 += weights * k3[None, :]
+    row_sum = tl.sum(total, axis=1)
+    tl.store(sum_ptr + rows, row_sum, mask=row_ok)
+    row_sum = tl.where(row_ok, row_sum, 1.0)  # rows past m: no 0 / 0
+    if WANT_MEAN:
+        tl.store(mean_ptr + rows, tl.sum(acc0, axis=1) / row_sum, mask=row_ok)
+        if D > 1:
+            tl.store(mean_ptr + m + rows, tl.sum(acc1, axis=1) / row_sum, mask=row_ok)
+        if D > 2:
+            tl.store(mean_ptr + 2 * m + rows, tl.sum(acc2, axis=1) / row_sum, mask=row_ok)
+        if D > 3:
+            tl.store(mean_ptr + 3 * m + rows, tl.sum(acc3, axis=1) / row_sum, mask=row_ok)

@@ -75,10 +75,10 @@ def _modules():
     try:
         import torch
 
-        from ._gpu_kernel import kernel_sums
+        from . import _gpu_kernel
     except ImportError:
         return None
-    return torch, kernel_sums
+    return torch, _gpu_kernel
 
 
 @functools.cache
@@ -100,6 +100,8 @@ def require() -> None:
 #: A weighted sum in one pass of TF32 with the keys split in two took 1.35 s at N = 10^6, d = 3, against 1.72 s, but
 #: was 40 times less accurate (3.7e-5 of the data scale on the float32 test's data, against 8.7e-7): left out.
 _CONFIG = {"float64": (64, 64, 4, 3, "ieee", "ieee"), "float32": (128, 64, 4, 2, "tf32x3", "tf32x3")}
+#: Per precision: the direct kernel's (BLOCK_M, BLOCK_N, num_warps) and the largest d it serves (0: none; at most 4).
+_DIRECT = {"float64": (32, 32, 4, 0), "float32": (64, 64, 8, 4)}
 
 
 def _augmented(points, query):
@@ -121,22 +123,36 @@ def _augmented(points, query):
     return out
 
 
-def _sums(queries, keys, h2, precision, want_mean):
+def _upload(torch, array, dtype):
+    device = "cpu" if _interpreted() else "cuda"
+    return torch.from_numpy(np.ascontiguousarray(array)).to(device=device, dtype=dtype)
+
+
+def _download(torch, tensor):
+    return tensor.to(torch.float64).cpu().numpy()
+
+
+def _sums(queries, keys, h2, precision, want_mean, self_attention):
     r"""``(lse, mean)`` for validated, centred float64 inputs (``mean`` is ``None`` unless wanted).
 
-    The kernel sees the coordinates :math:`u = x / \sqrt{2 h_2}` (divided in float64, before any
-    cast), so that its logits are minus plain squared distances and no scalar crosses to it in float32.
+    The kernels see the coordinates :math:`u = x / \sqrt{2 h_2}` (divided in float64, before any
+    cast), so that their logits are minus plain squared distances and no scalar crosses to them in float32.
+    ``self_attention``: the queries are the keys, so that each row's largest logit is its own.
     """
     require()
-    torch, kernel_sums = _modules()
-    device = "cpu" if _interpreted() else "cuda"
-    dtype = getattr(torch, precision)
-
-    def upload(array):
-        return torch.from_numpy(np.ascontiguousarray(array)).to(device=device, dtype=dtype)
-
     unit = np.sqrt(2.0 * h2)
     q, k = queries / unit, keys / unit
+    if q.shape[1] <= _DIRECT[precision][3]:
+        lse, mean = _direct_sums(q, k, precision, want_mean, self_attention)
+    else:
+        lse, mean = _product_sums(q, k, precision, want_mean)
+    return _LN_2 * lse, unit * mean if want_mean else None
+
+
+def _product_sums(q, k, precision, want_mean):
+    """The base-2 log-sums and the means (``u`` units) by the matrix-product kernel (module docstring)."""
+    torch, kernels = _modules()
+    dtype = getattr(torch, precision)
     block_m, block_n, warps, stages, dot_qk, dot_pv = _CONFIG[precision]
     (m, d), n = q.shape, k.shape[0]
     columns = d if want_mean else 0
@@ -146,15 +162,42 @@ def _sums(queries, keys, h2, precision, want_mean):
     values = np.zeros((n, padded))
     values[:, 0] = first
     values[:, first : first + columns] = k[:, :columns]
-    qa, ka, values = upload(_augmented(q, True)), upload(_augmented(k, False)), upload(values)
-    lse = torch.empty(m, device=device, dtype=dtype)
-    mean = torch.empty((m, d), device=device, dtype=dtype) if want_mean else lse
-    kernel_sums[(-(-m // block_m),)](
+    qa, ka, values = (_upload(torch, array, dtype) for array in (_augmented(q, True), _augmented(k, False), values))
+    lse = torch.empty(m, device=qa.device, dtype=dtype)
+    mean = torch.empty((m, d), device=qa.device, dtype=dtype) if want_mean else lse
+    kernels.kernel_sums[(-(-m // block_m),)](
         qa, ka, values, lse, mean, m, n, n - n % block_n, D=d, KP=qa.shape[1], VP=padded, BLOCK_M=block_m,
         BLOCK_N=block_n, SUM_BY_DOT=sum_by_dot, WANT_MEAN=want_mean, DOT_QK=dot_qk, DOT_PV=dot_pv, num_warps=warps,
         num_stages=stages)
-    lse = _LN_2 * lse.to(torch.float64).cpu().numpy()
-    return lse, unit * mean.to(torch.float64).cpu().numpy() if want_mean else None
+    return _download(torch, lse), _download(torch, mean) if want_mean else None
+
+
+def _direct_sums(q, k, precision, want_mean, self_attention):
+    r"""The base-2 log-sums and the means (``u`` units) by the direct kernel (module docstring).
+
+    Logits :math:`c(2 u_q \cdot u_k - \lVert u_k\rVert^2) - s_q`, with :math:`c = \log_2 e` and the shift
+    :math:`s_q` the row's largest logit: :math:`c \lVert u_q\rVert^2` where the queries are the keys (its own key),
+    else from a first pass of the kernel; the log-sum adds back :math:`s_q - c\lVert u_q\rVert^2`.
+    """
+    torch, kernels = _modules()
+    dtype = getattr(torch, precision)
+    block_m, block_n, warps, _ = _DIRECT[precision]
+    (m, d), n = q.shape, k.shape[0]
+    q_squares = _LOG2_E * np.einsum("ij,ij->i", q, q)
+    qs = _upload(torch, (2.0 * _LOG2_E) * q.T, dtype)
+    ks = _upload(torch, np.vstack([k.T, -_LOG2_E * np.einsum("ij,ij->i", k, k)]), dtype)
+    grid = (-(-m // block_m),)
+    if self_attention:
+        shift = _upload(torch, q_squares, dtype)
+    else:
+        shift = torch.empty(m, device=qs.device, dtype=dtype)
+        kernels.direct_max[grid](qs, ks, shift, m, n, D=d, BLOCK_M=block_m, BLOCK_N=block_n, num_warps=warps)
+    sums = torch.empty(m, device=qs.device, dtype=dtype)
+    mean = torch.empty((d, m), device=qs.device, dtype=dtype) if want_mean else sums
+    kernels.direct_sums[grid](qs, ks, shift, sums, mean, m, n, D=d, BLOCK_M=block_m, BLOCK_N=block_n,
+                              WANT_MEAN=want_mean, num_warps=warps)
+    lse = _download(torch, shift) + np.log2(_download(torch, sums)) - q_squares
+    return lse, _download(torch, mean).T if want_mean else None
 
 
 def _prepare(queries, keys, h2, precision):
@@ -194,8 +237,9 @@ def kernel_logsumexp(queries, keys, h2, *, precision="float64") -> np.ndarray:
     RuntimeError
         Where torch with a CUDA device or triton is missing.
     """
+    self_attention = queries is keys
     q, k, _, h2, precision = _prepare(queries, keys, h2, precision)
-    return _sums(q, k, h2, precision, want_mean=False)[0]
+    return _sums(q, k, h2, precision, want_mean=False, self_attention=self_attention)[0]
 
 
 def kernel_mean(queries, keys, h2, *, precision="float64") -> np.ndarray:
@@ -223,5 +267,6 @@ def kernel_mean(queries, keys, h2, *, precision="float64") -> np.ndarray:
     RuntimeError
         Where torch with a CUDA device or triton is missing.
     """
+    self_attention = queries is keys
     q, k, centre, h2, precision = _prepare(queries, keys, h2, precision)
-    return _sums(q, k, h2, precision, want_mean=True)[1] + centre
+    return _sums(q, k, h2, precision, want_mean=True, self_attention=self_attention)[1] + centre

@@ -1,4 +1,9 @@
-"""The GPU path against the numpy path. Skipped where no GPU (or Triton's interpreter) is at hand."""
+"""The GPU path against the numpy path. Skipped where no GPU (or Triton's interpreter) is at hand.
+
+Both kernels are tested wherever both apply: the matrix-product kernel (every d) and the direct kernel (d <= 4).
+"""
+
+import contextlib
 
 import numpy as np
 import pytest
@@ -12,6 +17,17 @@ needs_gpu = pytest.mark.skipif(not gpu.available(), reason="needs torch with a C
 pytestmark = pytest.mark.gpu
 
 FLOAT64_TOLERANCE = 1e-10
+KERNELS = ("product", "direct")
+
+
+@contextlib.contextmanager
+def use_kernel(kernel):
+    """Route every d of both precisions to one kernel: ``"product"`` (matrix products) or ``"direct"`` (up to d = 4;
+    the product kernel above)."""
+    with pytest.MonkeyPatch.context() as patch:
+        for precision, config in gpu._DIRECT.items():
+            patch.setitem(gpu._DIRECT, precision, config[:3] + (4 if kernel == "direct" else 0,))
+        yield
 
 
 def _scale(keys):
@@ -19,6 +35,7 @@ def _scale(keys):
 
 
 @needs_gpu
+@pytest.mark.parametrize("kernel", KERNELS)
 @settings(max_examples=15, deadline=None)
 @given(
     d=st.sampled_from([1, 3, 16]),
@@ -28,43 +45,71 @@ def _scale(keys):
     offset=st.floats(-1e3, 1e3),
     seed=st.integers(0, 2**32 - 1),
 )
-def test_float64_sums_equal_the_numpy_path(d, m, n, log_h2, offset, seed):
+def test_float64_sums_equal_the_numpy_path(kernel, d, m, n, log_h2, offset, seed):
     rng = np.random.default_rng(seed)
     keys = rng.normal(size=(n, d)) + offset
     queries = np.concatenate([keys[: m // 2], rng.normal(scale=3.0, size=(m - m // 2, d)) + offset])
     h2 = 10.0**log_h2
     scale = max(_scale(keys), np.sqrt(h2))
-    mean = gpu.kernel_mean(queries, keys, h2)
-    assert np.abs(mean - kernels.kernel_mean(queries, keys, h2)).max() <= FLOAT64_TOLERANCE * scale
-    lse = gpu.kernel_logsumexp(queries, keys, h2)
-    reference = kernels.kernel_logsumexp(queries, keys, h2)
-    assert np.abs(lse - reference).max() <= FLOAT64_TOLERANCE * (1.0 + np.abs(reference).max())
+    with use_kernel(kernel):
+        for q in (queries, keys):  # other points, and the keys themselves (each row's largest logit is its own)
+            mean = gpu.kernel_mean(q, keys, h2)
+            assert np.abs(mean - kernels.kernel_mean(q, keys, h2)).max() <= FLOAT64_TOLERANCE * scale
+            lse = gpu.kernel_logsumexp(q, keys, h2)
+            reference = kernels.kernel_logsumexp(q, keys, h2)
+            assert np.abs(lse - reference).max() <= FLOAT64_TOLERANCE * (1.0 + np.abs(reference).max())
 
 
-@needs_gpu
-@pytest.mark.parametrize("d", [1, 3, 16])
-def test_float32_sums_within_the_stated_tolerance(d):
+def float32_errors(d, sums=None):
+    """Largest error of the float32 kernel mean, / data scale, against the numpy path, over h2 = 0.05, 1, 20: 500
+    keys offset by 50 attending to themselves and queries at 0.5 from them. ``sums(queries, keys, h2)`` replaces
+    ``gpu.kernel_mean``'s computation (to test a broken one)."""
     rng = np.random.default_rng(d)
     keys = rng.normal(size=(500, d)) + 50.0
     queries = keys + rng.normal(scale=0.5, size=keys.shape)
-    for h2 in (0.05, 1.0, 20.0):
-        error = np.abs(gpu.kernel_mean(queries, keys, h2, precision="float32") - kernels.kernel_mean(queries, keys, h2))
-        assert error.max() <= gpu.FLOAT32_TOLERANCE * _scale(keys)
+    sums = sums or (lambda q, k, h2: gpu.kernel_mean(q, k, h2, precision="float32"))
+    errors = [np.abs(sums(q, keys, h2) - kernels.kernel_mean(q, keys, h2)).max() / _scale(keys)
+              for h2 in (0.05, 1.0, 20.0) for q in (queries, keys)]
+    return max(errors)
 
 
 @needs_gpu
-@pytest.mark.parametrize("n", [1, 63, 64, 65, 128, 200])
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("d", [1, 3, 16])
+def test_float32_sums_within_the_stated_tolerance(kernel, d):
+    with use_kernel(kernel):
+        assert float32_errors(d) <= gpu.FLOAT32_TOLERANCE
+
+
+@needs_gpu
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_float32_without_centring_breaks_the_tolerance(kernel):
+    """The float32 test can fail: the same sums on coordinates not centred on the keys' mean (50 from the origin)
+    lose the logits to cancellation, in either kernel."""
+
+    def uncentred(queries, keys, h2):
+        return gpu._sums(queries, keys, h2, "float32", want_mean=True, self_attention=queries is keys)[1]
+
+    with use_kernel(kernel):
+        assert float32_errors(3, uncentred) > gpu.FLOAT32_TOLERANCE
+
+
+@needs_gpu
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("n", [1, 31, 32, 33, 63, 64, 65, 128, 200])
 @pytest.mark.parametrize("d", [2, 3])
-def test_key_counts_around_the_block_width(n, d):
-    """Full blocks run without masks and the last partial one with them (counts around BLOCK_N = 32, 64 or 128);
-    the weights' sum by a column of ones in the product (d = 3) or by a reduction (d = 2, no room in the padding)."""
+def test_key_counts_around_the_block_width(kernel, n, d):
+    """The product kernel runs full blocks without masks and the last partial one with them (counts around BLOCK_N =
+    32, 64 or 128), the weights' sum by a column of ones in the product (d = 3) or by a reduction (d = 2, no room in
+    the padding); the direct kernel masks every block's loads, and its query rows (70) end inside a block."""
     rng = np.random.default_rng(n)
     keys = rng.normal(size=(n, d))
     queries = rng.normal(size=(70, d))
-    np.testing.assert_allclose(gpu.kernel_mean(queries, keys, 0.2), kernels.kernel_mean(queries, keys, 0.2),
-                               rtol=0, atol=FLOAT64_TOLERANCE)
-    np.testing.assert_allclose(gpu.kernel_logsumexp(queries, keys, 0.2), kernels.kernel_logsumexp(queries, keys, 0.2),
-                               rtol=FLOAT64_TOLERANCE, atol=0)
+    with use_kernel(kernel):
+        np.testing.assert_allclose(gpu.kernel_mean(queries, keys, 0.2), kernels.kernel_mean(queries, keys, 0.2),
+                                   rtol=0, atol=FLOAT64_TOLERANCE)
+        np.testing.assert_allclose(gpu.kernel_logsumexp(queries, keys, 0.2),
+                                   kernels.kernel_logsumexp(queries, keys, 0.2), rtol=FLOAT64_TOLERANCE, atol=0)
 
 
 @pytest.mark.skipif(not gpu.available() or gpu._interpreted(), reason="needs a CUDA device: the interpreter ignores "
@@ -73,23 +118,24 @@ def test_float32_logits_in_one_pass_of_tf32_break_the_tolerance(monkeypatch):
     """The float32 test can fail: with the logits' product in plain TF32 (10-bit mantissa) the error passes it."""
     block_m, block_n, warps, stages, _, dot_pv = gpu._CONFIG["float32"]
     monkeypatch.setitem(gpu._CONFIG, "float32", (block_m, block_n, warps, stages, "tf32", dot_pv))
-    with pytest.raises(AssertionError):
-        for d in (1, 3, 16):
-            test_float32_sums_within_the_stated_tolerance(d)
+    with use_kernel("product"):
+        assert max(float32_errors(d) for d in (1, 3, 16)) > gpu.FLOAT32_TOLERANCE
 
 
 @needs_gpu
-def test_far_queries_stay_finite_and_lose_at_most_the_products_cancellation():
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_far_queries_stay_finite_and_lose_at_most_the_products_cancellation(kernel):
     keys = np.random.default_rng(0).normal(size=(64, 2))
     far, h2 = keys[:5] + 1e4, 1e-3
     logits = -((far[:, None, :] - keys[None, :, :]) ** 2).sum(axis=2) / (2 * h2)
     reference = softmax(logits, axis=1) @ keys
     centred = far - keys.mean(axis=0)
     cancellation = np.finfo(float).eps * (centred**2).sum(axis=1).max() / (2 * h2)
-    mean = gpu.kernel_mean(far, keys, h2)
-    assert np.all(np.isfinite(mean))
-    np.testing.assert_allclose(mean, reference, rtol=0, atol=8 * cancellation)
-    np.testing.assert_allclose(gpu.kernel_logsumexp(far, keys, h2), logsumexp(logits, axis=1), rtol=1e-13)
+    with use_kernel(kernel):
+        mean = gpu.kernel_mean(far, keys, h2)
+        assert np.all(np.isfinite(mean))
+        np.testing.assert_allclose(mean, reference, rtol=0, atol=8 * cancellation)
+        np.testing.assert_allclose(gpu.kernel_logsumexp(far, keys, h2), logsumexp(logits, axis=1), rtol=1e-13)
 
 
 @needs_gpu
