@@ -4,26 +4,29 @@ Usage: python benchmarks/gpu.py [--n 65536 262144 1000000] [--d 1 3 16] [--repea
                                 [--max-seconds 20] [--reach] [--reach-n 1000000] [--reach-precision float64]
                                 [--reach-only e1 e3]
 
-For each N, d and precision: the median (min, max) wall time of ``repeat`` layers (the kernel mean
-of every token over all tokens, copies to and from the GPU included, after one warm-up call that
-compiles the kernel), pairs per second, and the largest difference from the numpy path on a
-subsample of 2048 queries, relative to the data scale (largest coordinate range). Tokens are
-standard normal draws, h2 = 0.05.
+For each N, d, precision and kernel (the direct kernel where d <= 4, and the matrix-product kernel):
+the median (min, max) wall time of ``repeat`` layers (the kernel mean of every token over all
+tokens, copies to and from the GPU included, after one warm-up call that compiles the kernel),
+pairs per second, and the largest difference from the numpy path on a subsample of 2048 queries,
+relative to the data scale (largest coordinate range). Tokens are standard normal draws, h2 = 0.05.
 
 ``--reach``: E1's sphere S^2 in R^3 (sigma2 = 0.5, h2 = (4 sigma2/e)/log N, T = T*, eta = 0.05) and
 E3's Gaussian (tau2 = 1, sigma2 = 0.5, h2 = 0.05, T = T*) at N = ``--reach-n`` (10^6) on the GPU in
 ``--reach-precision``, one seed each: wall time, the gap of two-stage to Bayes on the context, and for
 E3 the token variance at T* against the exact mean-field value.
 
-``--choose``: first time the kernel configurations of :data:`VARIANTS` (block shapes, warps, the
-products' input precision) and use the fastest whose error stays within :data:`ACCEPT` (to choose
-``numerics.gpu._CONFIG``).
+``--choose``: first time the kernel configurations of :data:`VARIANTS` and :data:`DIRECT_VARIANTS`
+(block shapes, warps, the products' input precision) and use the fastest whose error stays within
+:data:`ACCEPT`, then the largest d up to which the direct kernel is the faster (to choose
+``numerics.gpu._CONFIG`` and ``numerics.gpu._DIRECT``).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
+import os
 import time
 
 import numpy as np
@@ -39,7 +42,24 @@ SUBSAMPLE = 2048
 def _sync():
     import torch
 
-    torch.cuda.synchronize()
+    if torch.cuda.is_available():  # not under Triton's interpreter
+        torch.cuda.synchronize()
+
+
+@contextlib.contextmanager
+def kernel(name):
+    """Route the GPU path's calls to the kernel ``name``: ``"direct"`` (d <= 4) or ``"product"``."""
+    saved = dict(gpu._DIRECT)
+    for precision, config in saved.items():
+        gpu._DIRECT[precision] = config[:3] + (4 if name == "direct" else 0,)
+    try:
+        yield
+    finally:
+        gpu._DIRECT.update(saved)
+
+
+def _kernels(d):
+    return ("direct", "product") if d <= 4 else ("product",)
 
 
 def _layer_times(x, precision, repeat):
@@ -54,31 +74,44 @@ def _layer_times(x, precision, repeat):
     return np.array(times)
 
 
+_REFERENCES = {}
+
+
 def _error(x, precision):
-    queries = x[np.random.default_rng(1).choice(len(x), size=min(SUBSAMPLE, len(x)), replace=False)]
-    reference = kernels.kernel_mean(queries, x, H2)
+    """Largest error / data scale of the GPU's kernel means on a subsample of queries (numpy's, computed once per x)."""
+    key = (x.shape, x[:4].tobytes())
+    if key not in _REFERENCES:
+        queries = x[np.random.default_rng(1).choice(len(x), size=min(SUBSAMPLE, len(x)), replace=False)]
+        _REFERENCES[key] = queries, kernels.kernel_mean(queries, x, H2)
+    queries, reference = _REFERENCES[key]
     scale = float(np.ptp(x, axis=0).max())
     return float(np.abs(gpu.kernel_mean(queries, x, H2, precision=precision) - reference).max() / scale)
 
 
 def table(ns, ds, repeat, max_seconds):
     """The timing table; a layer whose time, extrapolated from the previous N as N^2, exceeds ``max_seconds`` is skipped."""
-    print(f"{'N':>8} {'d':>3} {'precision':>9} {'median s':>9} {'min':>7} {'max':>7} {'Gpairs/s':>9} {'err/scale':>10}")
+    print(f"{'N':>8} {'d':>3} {'precision':>9} {'kernel':>7} {'median s':>9} {'min':>7} {'max':>7} {'Gpairs/s':>9} "
+          f"{'err/scale':>10}")
     last = {}
     for n in ns:
         for d in ds:
             x = np.random.default_rng(0).normal(size=(n, d))
             for precision in gpu.PRECISIONS:
-                if (d, precision) in last:
-                    guess = last[d, precision][1] * (n / last[d, precision][0]) ** 2
-                    if guess > max_seconds:
-                        print(f"{n:>8} {d:>3} {precision:>9}   skipped (about {guess:.0f} s a layer, from N = {last[d, precision][0]})")
-                        continue
-                t = _layer_times(x, precision, repeat)
-                med = float(np.median(t))
-                last[d, precision] = (n, med)
-                print(f"{n:>8} {d:>3} {precision:>9} {med:>9.3f} {t.min():>7.3f} {t.max():>7.3f} "
-                      f"{n * n / med / 1e9:>9.1f} {_error(x, precision):>10.2e}", flush=True)
+                for name in _kernels(d):
+                    case = f"{n:>8} {d:>3} {precision:>9} {name:>7}"
+                    if (d, precision, name) in last:
+                        seen_n, seen_s = last[d, precision, name]
+                        guess = seen_s * (n / seen_n) ** 2
+                        if guess > max_seconds:
+                            print(f"{case}   skipped (about {guess:.0f} s a layer, from N = {seen_n})", flush=True)
+                            continue
+                    with kernel(name):
+                        t = _layer_times(x, precision, repeat)
+                        error = _error(x, precision)
+                    med = float(np.median(t))
+                    last[d, precision, name] = (n, med)
+                    print(f"{case} {med:>9.3f} {t.min():>7.3f} {t.max():>7.3f} {n * n / med / 1e9:>9.1f} {error:>10.2e}",
+                          flush=True)
 
 
 #: Kernel configurations tried by ``--choose``: ``numerics.gpu._CONFIG``'s (BLOCK_M, BLOCK_N, num_warps, num_stages,
@@ -90,48 +123,76 @@ VARIANTS = {
                 (128, 128, 8, 2, "tf32x3", "tf32x3"), (64, 64, 4, 3, "tf32x3", "tf32x3"),
                 (128, 64, 4, 2, "tf32x3", "tf32x3"), (128, 128, 4, 2, "tf32x3", "tf32x3")],
 }
+#: Direct-kernel configurations tried by ``--choose``: ``numerics.gpu._DIRECT``'s (BLOCK_M, BLOCK_N, num_warps), each
+#: compiled for sm_90 without register spills in d = 3 (8 or 16 elements of the tile per thread).
+DIRECT_VARIANTS = {
+    "float64": [(32, 32, 4), (32, 64, 8)],
+    "float32": [(64, 64, 8), (128, 32, 8), (64, 32, 4), (32, 64, 8)],
+}
 #: Largest error/scale a variant may show against the numpy path to be chosen.
 ACCEPT = {"float64": 1e-10, "float32": gpu.FLOAT32_TOLERANCE}
 
 
-def _stress_errors(precision):
+def _stress_errors(precision, ds):
     """Largest error of the kernel mean (/ data scale) and of the log-sum (absolute) on the float32 test's data:
-    500 keys offset by 50, queries at 0.5 from them, h2 = 0.05, 1, 20, d = 1, 3, 16."""
+    500 keys offset by 50, queries at 0.5 from them and the keys themselves, h2 = 0.05, 1, 20, in each d of ``ds``."""
     mean_error = lse_error = 0.0
-    for d in (1, 3, 16):
+    for d in ds:
         rng = np.random.default_rng(d)
         keys = rng.normal(size=(500, d)) + 50.0
-        queries = keys + rng.normal(scale=0.5, size=keys.shape)
         scale = float(np.ptp(keys, axis=0).max())
-        for h2 in (0.05, 1.0, 20.0):
-            mean = gpu.kernel_mean(queries, keys, h2, precision=precision)
-            mean_error = max(mean_error, float(np.abs(mean - kernels.kernel_mean(queries, keys, h2)).max()) / scale)
-            lse = gpu.kernel_logsumexp(queries, keys, h2, precision=precision)
-            lse_error = max(lse_error, float(np.abs(lse - kernels.kernel_logsumexp(queries, keys, h2)).max()))
+        for queries in (keys + rng.normal(scale=0.5, size=keys.shape), keys):
+            for h2 in (0.05, 1.0, 20.0):
+                mean = gpu.kernel_mean(queries, keys, h2, precision=precision)
+                mean_error = max(mean_error, float(np.abs(mean - kernels.kernel_mean(queries, keys, h2)).max()) / scale)
+                lse = gpu.kernel_logsumexp(queries, keys, h2, precision=precision)
+                lse_error = max(lse_error, float(np.abs(lse - kernels.kernel_logsumexp(queries, keys, h2)).max()))
     return mean_error, lse_error
 
 
-def choose(cases=((262144, 3), (65536, 16))):
-    """Time every variant on tokens of shapes ``cases`` and keep the fastest accurate one: its kernel means within
-    :data:`ACCEPT` of the numpy path there and on the float32 test's data (the log-sums' errors are printed)."""
-    data = {case: np.random.default_rng(0).normal(size=case) for case in cases}
-    for precision, variants in VARIANTS.items():
-        best = None
-        for variant in variants:
-            gpu._CONFIG[precision] = variant
-            try:
-                seconds = sum(float(_layer_times(data[case], precision, 1)[0]) for case in cases)
-                error = max(_error(data[case], precision) for case in cases)
-                stress, lse = _stress_errors(precision)
-            except Exception as exc:  # noqa: BLE001 - a variant that does not compile is reported and passed over
-                print(f"variant {precision} {variant}: failed: {type(exc).__name__}: {str(exc)[:200]}", flush=True)
-                continue
-            print(f"variant {precision} {variant}: {seconds:.3f} s (d = 3 and 16), err/scale {error:.2e}, on the "
-                  f"float32 test's data {stress:.2e} (log-sums {lse:.2e})", flush=True)
-            if max(error, stress) <= ACCEPT[precision] and (best is None or seconds < best[0]):
-                best = (seconds, variant)
-        gpu._CONFIG[precision] = best[1]
-        print(f"chosen {precision}: {best[1]}", flush=True)
+def _fastest(precision, variants, table, cases, ds, data):
+    """Try each configuration of ``variants`` in ``table[precision]``; leave there the fastest on ``cases`` whose
+    kernel means are within :data:`ACCEPT` of the numpy path there and on the float32 test's data in ``ds``."""
+    best = None
+    for variant in variants:
+        table[precision] = variant
+        try:
+            seconds = sum(float(_layer_times(data[case], precision, 1)[0]) for case in cases)
+            error = max(_error(data[case], precision) for case in cases)
+            stress, lse = _stress_errors(precision, ds)
+        except Exception as exc:  # noqa: BLE001 - a variant that does not compile is reported and passed over
+            print(f"variant {precision} {variant}: failed: {type(exc).__name__}: {str(exc)[:200]}", flush=True)
+            continue
+        print(f"variant {precision} {variant}: {seconds:.3f} s ({', '.join(f'N = {n}, d = {d}' for n, d in cases)}), "
+              f"err/scale {error:.2e}, on the float32 test's data {stress:.2e} (log-sums {lse:.2e})", flush=True)
+        if max(error, stress) <= ACCEPT[precision] and (best is None or seconds < best[0]):
+            best = (seconds, variant)
+    table[precision] = best[1]
+    print(f"chosen {precision}: {best[1]}", flush=True)
+
+
+def choose(n=262144, wide=65536):
+    """Choose the product kernel's configuration on (n, 3) and (wide, 16) tokens, the direct kernel's on (n, 3) tokens
+    (:func:`_fastest`), then the largest d <= 4 up to which the direct kernel is the faster on (n, d) tokens."""
+    data = {(n, d): np.random.default_rng(0).normal(size=(n, d)) for d in (1, 2, 3, 4)}
+    data[wide, 16] = np.random.default_rng(0).normal(size=(wide, 16))
+    for precision in gpu.PRECISIONS:
+        with kernel("product"):
+            _fastest(precision, VARIANTS[precision], gpu._CONFIG, [(n, 3), (wide, 16)], (1, 3, 16), data)
+        _fastest(precision, [v + (4,) for v in DIRECT_VARIANTS[precision]], gpu._DIRECT, [(n, 3)], (1, 3), data)
+        largest = 0
+        for d in (1, 2, 3, 4):
+            seconds = {}
+            for name in _kernels(d):
+                with kernel(name):
+                    seconds[name] = float(np.median(_layer_times(data[n, d], precision, 3)))
+            print(f"{precision}, N = {n}, d = {d}: direct {seconds['direct']:.3f} s, product {seconds['product']:.3f} s",
+                  flush=True)
+            if seconds["direct"] >= seconds["product"]:
+                break
+            largest = d
+        gpu._DIRECT[precision] = gpu._DIRECT[precision][:3] + (largest,)
+        print(f"chosen {precision}: the direct kernel up to d = {largest}", flush=True)
 
 
 def _two_stage(noisy, sigma2, h2, precision):
@@ -191,10 +252,12 @@ def main() -> None:
         raise SystemExit("no GPU path here: " + "torch with a CUDA device and triton are needed")
     import torch
 
-    print(f"GPU: {torch.cuda.get_device_name()}, torch {torch.__version__}; kernel threads {kernels.get_num_threads()}")
+    kernels.set_num_threads(len(os.sched_getaffinity(0)))
+    print(f"GPU: {torch.cuda.get_device_name()}, torch {torch.__version__}; numpy path's threads (the references) "
+          f"{kernels.get_num_threads()}")
     if args.choose:
         choose()
-    print(f"configuration: {gpu._CONFIG}")
+    print(f"configuration: product {gpu._CONFIG}, direct {gpu._DIRECT}")
     if not args.no_table:
         table(args.n, args.d, args.repeat, args.max_seconds)
     if args.reach:
