@@ -1,4 +1,4 @@
-r"""Exact Gaussian-kernel sums on a GPU: one fused Triton kernel, O(N) memory.
+r"""Exact Gaussian-kernel sums on a GPU: fused Triton kernels, O(N) memory.
 
 The same sums as :mod:`numerics.kernels` (queries :math:`q_m`, keys :math:`k_j`, logits
 :math:`\ell_{mj} = -\lVert q_m - k_j\rVert^2/(2h_2)`):
@@ -9,31 +9,46 @@ The same sums as :mod:`numerics.kernels` (queries :math:`q_m`, keys :math:`k_j`,
 How they are computed. Queries and keys are centred on the key mean and divided by
 :math:`\sqrt{2h_2}` in float64 on the host (:math:`u = (x - \bar k)/\sqrt{2h_2}`, so that the
 rounding error is relative to the spread of the data, not to its distance from the origin), and
-copied to the GPU in the chosen precision. Each program of the kernel owns a block of ``BLOCK_M``
-queries and streams over the keys in blocks of ``BLOCK_N`` (the blocks of full width without
-masks, the last partial one with them). The logits of a block, in base 2, are one matrix product of
-augmented operands, :math:`c\,[2u_q, -\lVert u_q\rVert^2, -1] \cdot [u_k, 1, \lVert
-u_k\rVert^2] = -c\lVert u_q - u_k\rVert^2` with :math:`c = \log_2 e` (so that the exponentials are
-``exp2``); an online log-sum-exp keeps a running maximum :math:`m`, the sum :math:`l = \sum_j
-2^{\ell_{mj} - m}` and the weighted key sum (a second matrix product, which also gives the sum
-where a column of ones fits in the keys' padding to a power of two, as for d = 1 and 3), rescaled by
-:math:`2^{m_{old} - m_{new}}` whenever the maximum grows (Flash-attention style). Logits that round
-above 0 need no clipping: no weight exceeds :math:`2^0` once the running maximum is subtracted.
-The logits are never stored: the memory is that of the inputs and outputs, :math:`O((M + N) d)`.
-The products cancel: a logit carries an absolute error of about :math:`\epsilon \lVert u\rVert^2`
-(:math:`\epsilon` the unit roundoff of the precision), small for queries among the keys, growing
-with the square of a query's distance from them.
+copied to the GPU in the chosen precision. Logits are in base 2 (:math:`c = \log_2 e`, so that the
+exponentials are ``exp2``) and never stored: the memory is that of the inputs and outputs,
+:math:`O((M + N) d)`. Two kernels, chosen by ``d`` (:data:`_DIRECT`):
+
+* the **direct kernel** (``d <= 4``): each program owns ``BLOCK_M`` queries and streams over the
+  keys in blocks of ``BLOCK_N``; each element of the tile gets its logit
+  :math:`c(2u_q \cdot u_k - \lVert u_k\rVert^2) - s_q` by ``d + 1`` fused multiply-adds on the
+  CUDA cores, its weight by one ``exp2``, and adds it and its weighted key into accumulators of its
+  own; the rows are reduced once, after the loop (no reduction, maximum or rescaling inside it:
+  about 10 instructions per pair in d = 3). The shift :math:`s_q` is the row's largest logit, so
+  that no weight exceeds about 1 and the sum is at least about 1: where the queries are the keys
+  (the same array, as in every Stage-1 layer), a query's own key gives it, :math:`s_q = c\lVert
+  u_q\rVert^2`; otherwise a first pass of the same arithmetic finds it;
+* the **matrix-product kernel** (larger ``d``): the logits of a block are one matrix product of
+  augmented operands, :math:`c\,[2u_q, -\lVert u_q\rVert^2, -1] \cdot [u_k, 1, \lVert
+  u_k\rVert^2] = -c\lVert u_q - u_k\rVert^2`, and an online log-sum-exp keeps a running maximum
+  :math:`m`, the sum :math:`l = \sum_j 2^{\ell_{mj} - m}` and the weighted key sum (a second matrix
+  product, which also gives the sum where a column of ones fits in the keys' padding to a power of
+  two), rescaled by :math:`2^{m_{old} - m_{new}}` whenever the maximum grows (Flash-attention
+  style). Logits that round above 0 need no clipping: no weight exceeds :math:`2^0` once the
+  running maximum is subtracted.
+
+Both kernels' logits cancel: a logit carries an absolute error of about :math:`\epsilon
+\lVert u\rVert^2` (:math:`\epsilon` the unit roundoff of the precision), small for queries among
+the keys, growing with the square of a query's distance from them.
 
 Precision (``precision``):
 
 * ``"float64"``: every operation in float64 (the exponential from libdevice); agrees with the
-  numpy path to 1e-13 of the data scale on N = 10^6 standard normal tokens (tested to 1e-10);
-* ``"float32"``: the products on tensor cores in three passes of TF32 (``tf32x3``, about float32's
-  accuracy), the rest in float32; agrees with the numpy path to about 2e-6 of the data scale on
-  well-spread data (tested to :data:`FLOAT32_TOLERANCE`), and is 1.7-2x faster.
+  numpy path to 1e-13 of the data scale on N = 10^6 standard normal tokens, to 6e-15 by the direct
+  kernel (tested to 1e-10);
+* ``"float32"``: the direct kernel's arithmetic in float32 (``exp2`` by the hardware's
+  approximation, about 2 ulp), the products of the other kernel on tensor cores in three passes
+  of TF32 (``tf32x3``, about float32's accuracy); agrees with the numpy path to about 2e-6 of the
+  data scale on well-spread data (tested to :data:`FLOAT32_TOLERANCE`).
 
-Measured on one H100 (``benchmarks/gpu.py``): one layer of N = 10^6 tokens in d = 3 takes 3.4 s in
-float64 and 1.7 s in float32 (296 and 583 G pairs/s).
+Measured on one H200 (``bash benchmarks/gpu.sh``; copies to and from the GPU included): one layer
+of N = 10^6 tokens takes, in d = 3, 0.70 s in float32 and 3.2 s in float64 (1.4 T and 0.31 T pairs
+a second; the matrix-product kernel took 1.69 s and 3.04 s), in d = 1 0.33 s and 1.67 s, and in
+d = 16 2.8 s in float32.
 
 Why Triton through torch: it is the optional GPU stack researchers already install, its
 kernels are written and checked in Python, and it runs the same kernel on the CPU under its
@@ -94,14 +109,20 @@ def require() -> None:
         raise RuntimeError(_MISSING)
 
 
-#: Per precision: (BLOCK_M, BLOCK_N, num_warps, num_stages, the input precision of the logits' product, that of the
-#: weighted sum's). Chosen by ``benchmarks/gpu.py --choose`` on an H100: the fastest of the shapes tried on N = 262144
-#: in d = 3 and N = 65536 in d = 16 (float64 0.344 s against 0.359-0.411 s, float32 0.217 s against 0.251-0.273 s).
-#: A weighted sum in one pass of TF32 with the keys split in two took 1.35 s at N = 10^6, d = 3, against 1.72 s, but
-#: was 40 times less accurate (3.7e-5 of the data scale on the float32 test's data, against 8.7e-7): left out.
-_CONFIG = {"float64": (64, 64, 4, 3, "ieee", "ieee"), "float32": (128, 64, 4, 2, "tf32x3", "tf32x3")}
-#: Per precision: the direct kernel's (BLOCK_M, BLOCK_N, num_warps) and the largest d it serves (0: none; at most 4).
-_DIRECT = {"float64": (32, 32, 4, 0), "float32": (64, 64, 8, 4)}
+#: The matrix-product kernel, per precision: (BLOCK_M, BLOCK_N, num_warps, num_stages, the input precision of the
+#: logits' product, that of the weighted sum's). Chosen by ``benchmarks/gpu.py --choose`` on an H200: the fastest of
+#: the shapes tried on N = 262144 in d = 3 plus N = 65536 in d = 16 (float64 0.350 s against 0.362-0.405 s, float32
+#: 0.209 s against 0.239-0.254 s). A weighted sum in one pass of TF32 with the keys split in two took 1.35 s at
+#: N = 10^6, d = 3, against 1.72 s (H100), but was 40 times less accurate (3.7e-5 of the data scale on the float32
+#: test's data, against 8.7e-7): left out.
+_CONFIG = {"float64": (64, 32, 4, 2, "ieee", "ieee"), "float32": (128, 64, 4, 2, "tf32x3", "tf32x3")}
+#: The direct kernel, per precision: (BLOCK_M, BLOCK_N, num_warps) and the largest d it serves (at most 4, the
+#: kernel's accumulators). Chosen by ``benchmarks/gpu.py --choose`` on an H200: the fastest shape on N = 262144 in
+#: d = 3 (float64 0.224 s against 0.238 s; float32 0.075 s against 0.080-0.099 s), then the direct kernel for every
+#: d up to 4 where it was the faster there (float64 0.125-0.234 s against 0.246-0.291 s; float32 0.028-0.087 s
+#: against 0.129-0.178 s). At N = 10^6 in d = 3 float64 is the exception: 3.23 s against 3.04 s (6% slower, and 30
+#: times more accurate).
+_DIRECT = {"float64": (32, 32, 4, 4), "float32": (32, 64, 8, 4)}
 
 
 def _augmented(points, query):

@@ -73,12 +73,12 @@ results. The temporaries never exceed ``budget_bytes`` (fewer tasks run at once 
 small), besides arrays of ``O((M + N) d)`` floats like the inputs and outputs.
 
 Threads and the GIL. The numba kernels hold no lock for a whole task and scale with the
-cores: 10.3x from 1 to 16 threads for a layer of 32768 tokens in 3 dimensions (1.23 s to
-0.119 s on the 16 cores of an H100 machine, ``benchmarks/layer.py``). The numpy path calls numpy
-four times a tile, and between calls each thread waits for the GIL: on that machine it reached
-4.3x at 8 threads (1.10 s to 0.255 s) and 2.5x at 16, where the threads waited more than they
-computed; larger tiles, which wait less, leave the core's cache (tiles of 2 MiB took 2.2x as
-long on one thread).
+cores: 10.0x from 1 to 16 threads for a layer of 32768 tokens in 3 dimensions (1.02 s to
+0.101 s on the 16 cores of an H200 machine's host, ``benchmarks/layer.py``; 10.3x on an H100's). The
+numpy path calls numpy four times a tile, and between calls each thread waits for the GIL: on
+that machine it reached 3.7x at 8 threads (0.87 s to 0.236 s) and 2.1x at 16 (0.409 s), where the
+threads waited more than they computed; larger tiles, which wait less, leave the core's cache
+(tiles of 2 MiB took 2.2x as long on one thread).
 """
 
 from __future__ import annotations
