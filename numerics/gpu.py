@@ -76,6 +76,8 @@ PRECISIONS = ("float64", "float32")
 FLOAT32_TOLERANCE = 1e-4
 
 _LOG2_E, _LN_2 = 1.0 / np.log(2.0), np.log(2.0)
+#: Largest element offset the kernels compute (int32).
+_MAX_OFFSET = 2**31 - 1
 
 _MISSING = "backend 'gpu' needs torch with a CUDA device and triton (pip install 'attneb[gpu]')"
 
@@ -125,12 +127,17 @@ _CONFIG = {"float64": (64, 32, 4, 2, "ieee", "ieee"), "float32": (128, 64, 4, 2,
 _DIRECT = {"float64": (32, 32, 4, 4), "float32": (32, 64, 8, 4)}
 
 
+def _augmented_width(d):
+    """Columns of :func:`_augmented`'s operands (the widest row of any kernel's arrays)."""
+    return max(16, 1 << (d + 1).bit_length())
+
+
 def _augmented(points, query):
     """Operands whose products are the logits in base 2: ``c [2u, -|u|^2, -1] . [u, 1, |u|^2] = -c |u_q - u_k|^2``
     with ``c = log2(e)`` on the queries' side, zero-padded to a width of at least 16 (the smallest inner dimension of
     a matrix product in Triton)."""
     m, d = points.shape
-    out = np.zeros((m, max(16, 1 << (d + 1).bit_length())))
+    out = np.zeros((m, _augmented_width(d)))
     squares = np.einsum("ij,ij->i", points, points)
     if query:
         out[:, :d] = 2.0 * points
@@ -227,6 +234,10 @@ def _prepare(queries, keys, h2, precision):
     check_same_dim(queries, "queries", keys, "keys")
     h2 = check_positive(h2, "h2")
     precision = check_option(precision, "precision", PRECISIONS)
+    most = max(len(queries), len(keys))
+    if most * _augmented_width(queries.shape[1]) > _MAX_OFFSET:
+        raise ValueError(f"{most} points in d == {queries.shape[1]}: the GPU kernels address their arrays with 32-bit "
+                         f"offsets, which reach {_MAX_OFFSET // _augmented_width(queries.shape[1])} points in this d")
     centre = keys.mean(axis=0)
     queries, keys = queries - centre, keys - centre
     extent = max(float(np.abs(queries).max(initial=0.0)), float(np.abs(keys).max(initial=0.0)))

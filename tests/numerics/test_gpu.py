@@ -154,7 +154,7 @@ def test_flow_and_estimators_on_the_gpu_equal_the_exact_path():
                                    rtol=0, atol=1e-10)
 
 
-def test_precision_and_inputs_are_validated_before_any_gpu_work():
+def test_precision_and_inputs_are_validated_before_any_gpu_work(monkeypatch):
     with pytest.raises(ValueError, match="precision == 'float16'"):
         gpu.kernel_mean(np.zeros((2, 1)), np.zeros((3, 1)), 1.0, precision="float16")
     with pytest.raises(ValueError, match="h2"):
@@ -163,6 +163,9 @@ def test_precision_and_inputs_are_validated_before_any_gpu_work():
         gpu.kernel_mean(np.full((2, 1), np.nan), np.zeros((3, 1)), 1.0)
     with pytest.raises(ValueError, match="overflow float64"):
         gpu.kernel_mean(np.array([[1e160]]), np.array([[0.0], [1.0]]), 1.0)
+    monkeypatch.setattr(gpu, "_MAX_OFFSET", 80)  # 5 points of 16 columns (d = 3); int32's limit: 2**31 - 1
+    with pytest.raises(ValueError, match="6 points in d == 3: .* 32-bit offsets, which reach 5 points"):
+        gpu.kernel_mean(np.zeros((6, 3)), np.zeros((3, 3)), 1.0)
     with pytest.raises(ValueError, match="overflow float32"):
         gpu.kernel_logsumexp(np.array([[1e20]]), np.array([[0.0], [1.0]]), 1.0, precision="float32")
 
