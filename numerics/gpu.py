@@ -21,7 +21,13 @@ exponentials are ``exp2``) and never stored: the memory is that of the inputs an
   about 10 instructions per pair in d = 3). The shift :math:`s_q` is the row's largest logit, so
   that no weight exceeds about 1 and the sum is at least about 1: where the queries are the keys
   (the same array, as in every Stage-1 layer), a query's own key gives it, :math:`s_q = c\lVert
-  u_q\rVert^2`; otherwise a first pass of the same arithmetic finds it;
+  u_q\rVert^2`; otherwise a first pass of the same arithmetic finds it. The exponents' rounding
+  error is at most about :math:`8(d + 6)\,\epsilon\, c\max\lVert u\rVert^2` (``d + 1`` roundings
+  of terms up to :math:`4c\max\lVert u\rVert^2`, the inputs' own roundings, twice where a first
+  pass found the shift); where that could pass 60 (in float32, points more than about
+  :math:`4000\sqrt{h_2}` from the keys' mean), a weight could overflow or a row's sum underflow, and the
+  matrix-product kernel, whose running maximum is taken from the rounded logits themselves, serves
+  instead;
 * the **matrix-product kernel** (larger ``d``): the logits of a block are one matrix product of
   augmented operands, :math:`c\,[2u_q, -\lVert u_q\rVert^2, -1] \cdot [u_k, 1, \lVert
   u_k\rVert^2] = -c\lVert u_q - u_k\rVert^2`, and an online log-sum-exp keeps a running maximum
@@ -170,11 +176,19 @@ def _sums(queries, keys, h2, precision, want_mean, self_attention):
     require()
     unit = np.sqrt(2.0 * h2)
     q, k = queries / unit, keys / unit
-    if q.shape[1] <= _DIRECT[precision][3]:
+    if q.shape[1] <= _DIRECT[precision][3] and _direct_fits(q, k, precision):
         lse, mean = _direct_sums(q, k, precision, want_mean, self_attention)
     else:
         lse, mean = _product_sums(q, k, precision, want_mean)
     return _LN_2 * lse, unit * mean if want_mean else None
+
+
+def _direct_fits(q, k, precision):
+    r"""Whether the direct kernel's exponents stay within :math:`2^{\pm 60}`, where no weight overflows and no row's
+    sum underflows: their rounding error, at most :math:`8 (d + 6)\, \epsilon\, c \max \lVert u\rVert^2`, is at most
+    60 (module docstring)."""
+    largest = max(float(np.einsum("ij,ij->i", points, points).max(initial=0.0)) for points in (q, k))
+    return 8 * (q.shape[1] + 6) * np.finfo(precision).epsneg * _LOG2_E * largest <= 60
 
 
 def _product_sums(q, k, precision, want_mean):

@@ -51,13 +51,17 @@ def test_float64_sums_equal_the_numpy_path(kernel, d, m, n, log_h2, offset, seed
     queries = np.concatenate([keys[: m // 2], rng.normal(scale=3.0, size=(m - m // 2, d)) + offset])
     h2 = 10.0**log_h2
     scale = max(_scale(keys), np.sqrt(h2))
+    # the keys attending to themselves: log-sums near 0, so their tolerance is the logits' cancellation (module
+    # docstring of numerics.gpu), eps |u|^2 with u the centred keys / sqrt(2 h2), for both paths
+    centred = keys - keys.mean(axis=0)
+    cancellation = np.finfo(float).eps * (centred**2).sum(axis=1).max() / (2 * h2)
     with use_kernel(kernel):
-        for q in (queries, keys):  # other points, and the keys themselves (each row's largest logit is its own)
+        for q, lse_atol in ((queries, 0.0), (keys, 8 * cancellation)):
             mean = gpu.kernel_mean(q, keys, h2)
             assert np.abs(mean - kernels.kernel_mean(q, keys, h2)).max() <= FLOAT64_TOLERANCE * scale
             lse = gpu.kernel_logsumexp(q, keys, h2)
             reference = kernels.kernel_logsumexp(q, keys, h2)
-            assert np.abs(lse - reference).max() <= FLOAT64_TOLERANCE * (1.0 + np.abs(reference).max())
+            assert np.abs(lse - reference).max() <= FLOAT64_TOLERANCE * (1.0 + np.abs(reference).max()) + lse_atol
 
 
 def float32_errors(d, sums=None):
@@ -120,6 +124,28 @@ def test_float32_logits_in_one_pass_of_tf32_break_the_tolerance(monkeypatch):
     monkeypatch.setitem(gpu._CONFIG, "float32", (block_m, block_n, warps, stages, "tf32", dot_pv))
     with use_kernel("product"):
         assert max(float32_errors(d) for d in (1, 3, 16)) > gpu.FLOAT32_TOLERANCE
+
+
+@needs_gpu
+@pytest.mark.parametrize("precision, h2", [("float32", 1e-9), ("float32", 1e-12), ("float64", 1e-18), ("float64", 1e-20)])
+def test_the_direct_kernel_hands_over_where_its_exponents_could_overflow(monkeypatch, precision, h2):
+    """Points spread over far more than sqrt(h2) (here 1 against 3e-5 to 1e-10): the direct kernel's exponents could
+    round past 2^127 (inf / inf), so the product kernel serves, and the sums stay finite; at h2 = 1 the direct one."""
+    rng = np.random.default_rng(0)
+    keys = rng.uniform(size=(60, 2))
+    queries = keys[:6] + 1e-3
+
+    def refuse(*args):
+        raise AssertionError("the wrong kernel ran")
+
+    with use_kernel("direct"):
+        monkeypatch.setattr(gpu, "_direct_sums", refuse)
+        for q in (keys, queries):
+            assert np.all(np.isfinite(gpu.kernel_mean(q, keys, h2, precision=precision)))
+            assert np.all(np.isfinite(gpu.kernel_logsumexp(q, keys, h2, precision=precision)))
+        monkeypatch.undo()
+        monkeypatch.setattr(gpu, "_product_sums", refuse)
+        assert np.all(np.isfinite(gpu.kernel_mean(keys, keys, 1.0, precision=precision)))
 
 
 @needs_gpu
