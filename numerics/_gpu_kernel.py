@@ -66,7 +66,8 @@ def kernel_sums(qa_ptr, ka_ptr, values_ptr, lse_ptr, mean_ptr, m, n, n_full, D: 
 
 @triton.jit
 def _direct_rows(qs_ptr, rows, row_ok, m, D: tl.constexpr):
-    """The query coefficients ``a_m0 .. a_m3`` of a block of rows (``D`` rows of ``m`` in ``qs_ptr``; zeros past ``D``)."""
+    """The query coefficients ``a_m0 .. a_m3`` of a block of rows (``D`` rows of ``m`` in ``qs_ptr``; zeros past
+    ``D``)."""
     a0 = tl.load(qs_ptr + rows, mask=row_ok, other=0.0)
     a1 = tl.zeros_like(a0)
     a2 = tl.zeros_like(a0)

@@ -38,7 +38,7 @@ def _scale(keys):
 @pytest.mark.parametrize("kernel", KERNELS)
 @settings(max_examples=15, deadline=None)
 @given(
-    d=st.sampled_from([1, 3, 16]),
+    d=st.sampled_from([1, 2, 3, 4, 16]),
     m=st.integers(1, 200),
     n=st.integers(1, 300),
     log_h2=st.floats(-4.0, 4.0),
@@ -64,25 +64,38 @@ def test_float64_sums_equal_the_numpy_path(kernel, d, m, n, log_h2, offset, seed
             assert np.abs(lse - reference).max() <= FLOAT64_TOLERANCE * (1.0 + np.abs(reference).max()) + lse_atol
 
 
-def float32_errors(d, sums=None):
-    """Largest error of the float32 kernel mean, / data scale, against the numpy path, over h2 = 0.05, 1, 20: 500
-    keys offset by 50 attending to themselves and queries at 0.5 from them. ``sums(queries, keys, h2)`` replaces
-    ``gpu.kernel_mean``'s computation (to test a broken one)."""
+def float32_cases(d):
+    """The float32 tests' data: 500 keys offset by 50, attending to themselves and queried from 0.5 away, at
+    h2 = 0.05, 1, 20: ``(queries, keys, h2)``."""
     rng = np.random.default_rng(d)
     keys = rng.normal(size=(500, d)) + 50.0
     queries = keys + rng.normal(scale=0.5, size=keys.shape)
+    return [(q, keys, h2) for h2 in (0.05, 1.0, 20.0) for q in (queries, keys)]
+
+
+def float32_errors(d, sums=None):
+    """Largest error of the float32 kernel mean, / data scale, against the numpy path on :func:`float32_cases`.
+    ``sums(queries, keys, h2)`` replaces ``gpu.kernel_mean``'s computation (to test a broken one)."""
     sums = sums or (lambda q, k, h2: gpu.kernel_mean(q, k, h2, precision="float32"))
-    errors = [np.abs(sums(q, keys, h2) - kernels.kernel_mean(q, keys, h2)).max() / _scale(keys)
-              for h2 in (0.05, 1.0, 20.0) for q in (queries, keys)]
-    return max(errors)
+    return max(np.abs(sums(q, keys, h2) - kernels.kernel_mean(q, keys, h2)).max() / _scale(keys)
+               for q, keys, h2 in float32_cases(d))
+
+
+def float32_lse_errors(d):
+    """Largest error of the float32 log-sums against the numpy path on :func:`float32_cases`, in units of
+    eps32 (1 + max|u|^2) (``gpu.FLOAT32_LSE_FACTOR``)."""
+    eps = np.finfo(np.float32).epsneg
+    return max(np.abs(gpu.kernel_logsumexp(q, keys, h2, precision="float32") - kernels.kernel_logsumexp(q, keys, h2))
+               .max() / (eps * (1.0 + gpu._logit_scale(q, keys, h2))) for q, keys, h2 in float32_cases(d))
 
 
 @needs_gpu
 @pytest.mark.parametrize("kernel", KERNELS)
-@pytest.mark.parametrize("d", [1, 3, 16])
+@pytest.mark.parametrize("d", [1, 2, 3, 4, 16])
 def test_float32_sums_within_the_stated_tolerance(kernel, d):
     with use_kernel(kernel):
         assert float32_errors(d) <= gpu.FLOAT32_TOLERANCE
+        assert float32_lse_errors(d) <= gpu.FLOAT32_LSE_FACTOR
 
 
 @needs_gpu
@@ -127,7 +140,44 @@ def test_float32_logits_in_one_pass_of_tf32_break_the_tolerance(monkeypatch):
 
 
 @needs_gpu
-@pytest.mark.parametrize("precision, h2", [("float32", 1e-9), ("float32", 1e-12), ("float64", 1e-18), ("float64", 1e-20)])
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("d", [1, 2, 3, 4])
+def test_queries_far_from_every_key_and_other_arrays_of_the_keys_shape(kernel, d):
+    """A query at the keys' mean between two clusters 200 apart (every logit about -10^4: the shift must be its
+    row's largest logit, not 0 or a key's own), and queries of the keys' shape that are not the keys (1e3 away)."""
+    rng = np.random.default_rng(d)
+    keys = np.concatenate([rng.normal(size=(40, d)) + 100.0, rng.normal(size=(40, d)) - 100.0])
+    centre = keys.mean(axis=0, keepdims=True)
+    for precision, atol in (("float64", FLOAT64_TOLERANCE), ("float32", gpu.FLOAT32_TOLERANCE)):
+        with use_kernel(kernel):
+            for queries, h2 in ((centre, 0.5), (keys + 1e3, 200.0)):
+                scale = _scale(keys)
+                np.testing.assert_allclose(gpu.kernel_mean(queries, keys, h2, precision=precision),
+                                           kernels.kernel_mean(queries, keys, h2), rtol=0, atol=atol * scale)
+                np.testing.assert_allclose(gpu.kernel_logsumexp(queries, keys, h2, precision=precision),
+                                           kernels.kernel_logsumexp(queries, keys, h2), rtol=atol, atol=0)
+
+
+@needs_gpu
+def test_tokens_attending_to_themselves_skip_the_first_pass(monkeypatch):
+    """Where the queries are the keys (the same array), each row's shift is its own logit: no first pass runs."""
+    keys = np.random.default_rng(0).normal(size=(100, 3))
+
+    class Refused:
+        def __getitem__(self, grid):
+            raise AssertionError("the first pass ran")
+
+    with use_kernel("direct"):
+        monkeypatch.setattr(gpu._modules()[1], "direct_max", Refused())
+        np.testing.assert_allclose(gpu.kernel_mean(keys, keys, 0.3), kernels.kernel_mean(keys, keys, 0.3),
+                                   rtol=0, atol=FLOAT64_TOLERANCE)
+        with pytest.raises(AssertionError, match="the first pass ran"):
+            gpu.kernel_mean(keys.copy(), keys, 0.3)
+
+
+@needs_gpu
+@pytest.mark.parametrize("precision, h2",
+                         [("float32", 1e-9), ("float32", 1e-12), ("float64", 1e-18), ("float64", 1e-20)])
 def test_the_direct_kernel_hands_over_where_its_exponents_could_overflow(monkeypatch, precision, h2):
     """Points spread over far more than sqrt(h2) (here 1 against 3e-5 to 1e-10): the direct kernel's exponents could
     round past 2^127 (inf / inf), so the product kernel serves, and the sums stay finite; at h2 = 1 the direct one."""
