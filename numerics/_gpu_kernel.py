@@ -63,22 +63,21 @@ def kernel_sums(qa_ptr, ka_ptr, values_ptr, lse_ptr, mean_ptr, m, n, n_full, D: 
                  mask=row_ok[:, None] & (width[None, :] >= first) & (width[None, :] < D + first))
 
 
-
 @triton.jit
-def _direct_rows(qs_ptr, rows, row_ok, m, D: tl.constexpr):
-    """The query coefficients ``a_m0 .. a_m3`` of a block of rows (``D`` rows of ``m`` in ``qs_ptr``; zeros past
-    ``D``)."""
-    a0 = tl.load(qs_ptr + rows, mask=row_ok, other=0.0)
-    a1 = tl.zeros_like(a0)
-    a2 = tl.zeros_like(a0)
-    a3 = tl.zeros_like(a0)
+def _coordinates(ptr, index, ok, stride, D: tl.constexpr):
+    """Coordinates 0 .. 3 at ``index`` of a ``(D, stride)`` array at ``ptr`` (zeros past ``D``, and where not ``ok``):
+    the query coefficients of a block of rows, or the key coordinates of a block of columns."""
+    x0 = tl.load(ptr + index, mask=ok, other=0.0)
+    x1 = tl.zeros_like(x0)
+    x2 = tl.zeros_like(x0)
+    x3 = tl.zeros_like(x0)
     if D > 1:
-        a1 = tl.load(qs_ptr + m + rows, mask=row_ok, other=0.0)
+        x1 = tl.load(ptr + stride + index, mask=ok, other=0.0)
     if D > 2:
-        a2 = tl.load(qs_ptr + 2 * m + rows, mask=row_ok, other=0.0)
+        x2 = tl.load(ptr + 2 * stride + index, mask=ok, other=0.0)
     if D > 3:
-        a3 = tl.load(qs_ptr + 3 * m + rows, mask=row_ok, other=0.0)
-    return a0, a1, a2, a3
+        x3 = tl.load(ptr + 3 * stride + index, mask=ok, other=0.0)
+    return x0, x1, x2, x3
 
 
 @triton.jit
@@ -86,16 +85,7 @@ def _direct_cols(ks_ptr, cols, col_ok, n, D: tl.constexpr):
     """The keys' terms ``b_j`` (``-inf`` past ``n``) and coordinates ``k_j0 .. k_j3`` of a block of columns (``D + 1``
     rows of ``n`` in ``ks_ptr``, ``b`` last; zeros past ``D``)."""
     b = tl.load(ks_ptr + D * n + cols, mask=col_ok, other=float("-inf"))
-    k0 = tl.load(ks_ptr + cols, mask=col_ok, other=0.0)
-    k1 = tl.zeros_like(k0)
-    k2 = tl.zeros_like(k0)
-    k3 = tl.zeros_like(k0)
-    if D > 1:
-        k1 = tl.load(ks_ptr + n + cols, mask=col_ok, other=0.0)
-    if D > 2:
-        k2 = tl.load(ks_ptr + 2 * n + cols, mask=col_ok, other=0.0)
-    if D > 3:
-        k3 = tl.load(ks_ptr + 3 * n + cols, mask=col_ok, other=0.0)
+    k0, k1, k2, k3 = _coordinates(ks_ptr, cols, col_ok, n, D)
     return b, k0, k1, k2, k3
 
 
@@ -120,7 +110,7 @@ def direct_max(qs_ptr, ks_ptr, max_ptr, m, n, D: tl.constexpr, BLOCK_M: tl.const
     dtype = qs_ptr.dtype.element_ty
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = rows < m
-    a0, a1, a2, a3 = _direct_rows(qs_ptr, rows, row_ok, m, D)
+    a0, a1, a2, a3 = _coordinates(qs_ptr, rows, row_ok, m, D)
     zero = tl.zeros([BLOCK_M], dtype)
     best = tl.full([BLOCK_M, BLOCK_N], float("-inf"), dtype)
     for start in range(0, n, BLOCK_N):
@@ -142,7 +132,7 @@ def direct_sums(qs_ptr, ks_ptr, shift_ptr, sum_ptr, mean_ptr, m, n, D: tl.conste
     dtype = qs_ptr.dtype.element_ty
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = rows < m
-    a0, a1, a2, a3 = _direct_rows(qs_ptr, rows, row_ok, m, D)
+    a0, a1, a2, a3 = _coordinates(qs_ptr, rows, row_ok, m, D)
     minus_shift = -tl.load(shift_ptr + rows, mask=row_ok, other=0.0)
     total = tl.zeros([BLOCK_M, BLOCK_N], dtype)
     acc0 = tl.zeros([BLOCK_M, BLOCK_N], dtype)
