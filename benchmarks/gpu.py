@@ -24,7 +24,6 @@ E3 the token variance at T* against the exact mean-field value.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import math
 import os
 import time
@@ -46,20 +45,11 @@ def _sync():
         torch.cuda.synchronize()
 
 
-@contextlib.contextmanager
-def kernel(name):
-    """Route the GPU path's calls to the kernel ``name``: ``"direct"`` (d <= 4) or ``"product"``."""
-    saved = dict(gpu._DIRECT)
-    for precision, config in saved.items():
-        gpu._DIRECT[precision] = config[:3] + (4 if name == "direct" else 0,)
-    try:
-        yield
-    finally:
-        gpu._DIRECT.update(saved)
+kernel = gpu._forced_kernel
 
 
 def _kernels(d):
-    return ("direct", "product") if d <= 4 else ("product",)
+    return ("direct", "product") if d <= gpu._DIRECT_MAX_DIM else ("product",)
 
 
 def _layer_times(x, precision, repeat):
@@ -191,15 +181,16 @@ def _fastest(precision, variants, table, cases, ds, data):
 def choose(n=262144, wide=65536):
     """Choose the product kernel's configuration on (n, 3) and (wide, 16) tokens, the direct kernel's on (n, 3) tokens
     (:func:`_fastest`), then the largest d <= 4 up to which the direct kernel is the faster on (n, d) tokens."""
-    data = {(n, d): np.random.default_rng(0).normal(size=(n, d)) for d in (1, 2, 3, 4)}
+    direct_ds = tuple(range(1, gpu._DIRECT_MAX_DIM + 1))
+    data = {(n, d): np.random.default_rng(0).normal(size=(n, d)) for d in direct_ds}
     data[wide, 16] = np.random.default_rng(0).normal(size=(wide, 16))
     for precision in gpu.PRECISIONS:
         with kernel("product"):
             _fastest(precision, VARIANTS[precision], gpu._CONFIG, [(n, 3), (wide, 16)], (1, 3, 16), data)
-        _fastest(precision, [v + (4,) for v in DIRECT_VARIANTS[precision]], gpu._DIRECT, [(n, 3)], (1, 2, 3, 4),
-                 data)
+        _fastest(precision, [v + (gpu._DIRECT_MAX_DIM,) for v in DIRECT_VARIANTS[precision]], gpu._DIRECT, [(n, 3)],
+                 direct_ds, data)
         largest = 0
-        for d in (1, 2, 3, 4):
+        for d in direct_ds:
             seconds = {}
             for name in _kernels(d):
                 with kernel(name):

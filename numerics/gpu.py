@@ -67,6 +67,7 @@ other candidate; version 2.3 crashed while generating its first kernel under CUD
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 
@@ -137,6 +138,21 @@ _CONFIG = {"float64": (64, 32, 4, 2, "ieee", "ieee"), "float32": (128, 64, 4, 2,
 #: against 0.129-0.178 s). At N = 10^6 in d = 3 float64 is the exception: 3.23 s against 3.04 s (6% slower, and 30
 #: times more accurate).
 _DIRECT = {"float64": (32, 32, 4, 4), "float32": (32, 64, 8, 4)}
+#: The largest d the direct kernel can serve (its four accumulators).
+_DIRECT_MAX_DIM = 4
+
+
+@contextlib.contextmanager
+def _forced_kernel(name):
+    """Within the block, route every d of both precisions to one kernel: ``"direct"`` (up to :data:`_DIRECT_MAX_DIM`;
+    the product kernel above) or ``"product"``; :data:`_DIRECT` is restored on leaving (tests and benchmarks)."""
+    saved = dict(_DIRECT)
+    for precision, config in saved.items():
+        _DIRECT[precision] = config[:3] + (_DIRECT_MAX_DIM if name == "direct" else 0,)
+    try:
+        yield
+    finally:
+        _DIRECT.update(saved)
 
 
 def _logit_scale(queries, keys, h2):
@@ -151,13 +167,12 @@ def _augmented_width(d):
     return max(16, 1 << (d + 1).bit_length())
 
 
-def _augmented(points, query):
+def _augmented(points, squares, query):
     """Operands whose products are the logits in base 2: ``c [2u, -|u|^2, -1] . [u, 1, |u|^2] = -c |u_q - u_k|^2``
     with ``c = log2(e)`` on the queries' side, zero-padded to a width of at least 16 (the smallest inner dimension of
-    a matrix product in Triton)."""
+    a matrix product in Triton); ``squares`` are the points' ``|u|^2``."""
     m, d = points.shape
     out = np.zeros((m, _augmented_width(d)))
-    squares = np.einsum("ij,ij->i", points, points)
     if query:
         out[:, :d] = 2.0 * points
         out[:, d] = -squares
@@ -189,22 +204,23 @@ def _sums(queries, keys, h2, precision, want_mean, self_attention):
     require()
     unit = np.sqrt(2.0 * h2)
     q, k = queries / unit, keys / unit
-    if q.shape[1] <= _DIRECT[precision][3] and _direct_fits(q, k, precision):
-        lse, mean = _direct_sums(q, k, precision, want_mean, self_attention)
+    q_squares, k_squares = (np.einsum("ij,ij->i", points, points) for points in (q, k))
+    if q.shape[1] <= _DIRECT[precision][3] and _direct_fits(q_squares, k_squares, q.shape[1], precision):
+        lse, mean = _direct_sums(q, k, q_squares, k_squares, precision, want_mean, self_attention)
     else:
-        lse, mean = _product_sums(q, k, precision, want_mean)
+        lse, mean = _product_sums(q, k, q_squares, k_squares, precision, want_mean)
     return _LN_2 * lse, unit * mean if want_mean else None
 
 
-def _direct_fits(q, k, precision):
+def _direct_fits(q_squares, k_squares, d, precision):
     r"""Whether the direct kernel's exponents stay within :math:`2^{\pm 60}`, where no weight overflows and no row's
     sum underflows: their rounding error, at most :math:`8 (d + 6)\, \epsilon\, c \max \lVert u\rVert^2`, is at most
     60 (module docstring)."""
-    largest = max(float(np.einsum("ij,ij->i", points, points).max(initial=0.0)) for points in (q, k))
-    return 8 * (q.shape[1] + 6) * np.finfo(precision).epsneg * _LOG2_E * largest <= 60
+    largest = max(float(squares.max(initial=0.0)) for squares in (q_squares, k_squares))
+    return 8 * (d + 6) * np.finfo(precision).epsneg * _LOG2_E * largest <= 60
 
 
-def _product_sums(q, k, precision, want_mean):
+def _product_sums(q, k, q_squares, k_squares, precision, want_mean):
     """The base-2 log-sums and the means (``u`` units) by the matrix-product kernel (module docstring)."""
     torch, kernels = _modules()
     dtype = getattr(torch, precision)
@@ -217,7 +233,8 @@ def _product_sums(q, k, precision, want_mean):
     values = np.zeros((n, padded))
     values[:, 0] = first
     values[:, first : first + columns] = k[:, :columns]
-    qa, ka, values = (_upload(torch, array, dtype) for array in (_augmented(q, True), _augmented(k, False), values))
+    qa, ka, values = (_upload(torch, array, dtype)
+                      for array in (_augmented(q, q_squares, True), _augmented(k, k_squares, False), values))
     lse = torch.empty(m, device=qa.device, dtype=dtype)
     mean = torch.empty((m, d), device=qa.device, dtype=dtype) if want_mean else lse
     kernels.kernel_sums[(-(-m // block_m),)](
@@ -227,7 +244,7 @@ def _product_sums(q, k, precision, want_mean):
     return _download(torch, lse), _download(torch, mean) if want_mean else None
 
 
-def _direct_sums(q, k, precision, want_mean, self_attention):
+def _direct_sums(q, k, q_squares, k_squares, precision, want_mean, self_attention):
     r"""The base-2 log-sums and the means (``u`` units) by the direct kernel (module docstring).
 
     Logits :math:`c(2 u_q \cdot u_k - \lVert u_k\rVert^2) - s_q`, with :math:`c = \log_2 e` and the shift
@@ -238,12 +255,12 @@ def _direct_sums(q, k, precision, want_mean, self_attention):
     dtype = getattr(torch, precision)
     block_m, block_n, warps, _ = _DIRECT[precision]
     (m, d), n = q.shape, k.shape[0]
-    q_squares = _LOG2_E * np.einsum("ij,ij->i", q, q)
+    self_logits = _LOG2_E * q_squares
     qs = _upload(torch, (2.0 * _LOG2_E) * q.T, dtype)
-    ks = _upload(torch, np.vstack([k.T, -_LOG2_E * np.einsum("ij,ij->i", k, k)]), dtype)
+    ks = _upload(torch, np.vstack([k.T, -_LOG2_E * k_squares]), dtype)
     grid = (-(-m // block_m),)
     if self_attention:
-        shift = _upload(torch, q_squares, dtype)
+        shift = _upload(torch, self_logits, dtype)
     else:
         shift = torch.empty(m, device=qs.device, dtype=dtype)
         kernels.direct_max[grid](qs, ks, shift, m, n, D=d, BLOCK_M=block_m, BLOCK_N=block_n, num_warps=warps)
@@ -251,7 +268,7 @@ def _direct_sums(q, k, precision, want_mean, self_attention):
     mean = torch.empty((d, m), device=qs.device, dtype=dtype) if want_mean else sums
     kernels.direct_sums[grid](qs, ks, shift, sums, mean, m, n, D=d, BLOCK_M=block_m, BLOCK_N=block_n,
                               WANT_MEAN=want_mean, num_warps=warps)
-    lse = _download(torch, shift) + np.log2(_download(torch, sums)) - q_squares
+    lse = _download(torch, shift) + np.log2(_download(torch, sums)) - self_logits
     return lse, _download(torch, mean).T if want_mean else None
 
 

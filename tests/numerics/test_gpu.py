@@ -3,8 +3,6 @@
 Both kernels are tested wherever both apply: the matrix-product kernel (every d) and the direct kernel (d <= 4).
 """
 
-import contextlib
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -18,16 +16,7 @@ pytestmark = pytest.mark.gpu
 
 FLOAT64_TOLERANCE = 1e-10
 KERNELS = ("product", "direct")
-
-
-@contextlib.contextmanager
-def use_kernel(kernel):
-    """Route every d of both precisions to one kernel: ``"product"`` (matrix products) or ``"direct"`` (up to d = 4;
-    the product kernel above)."""
-    with pytest.MonkeyPatch.context() as patch:
-        for precision, config in gpu._DIRECT.items():
-            patch.setitem(gpu._DIRECT, precision, config[:3] + (4 if kernel == "direct" else 0,))
-        yield
+use_kernel = gpu._forced_kernel
 
 
 def _scale(keys):
