@@ -7,7 +7,7 @@ First a profile: ``verify`` runs in this process, one check after another, on on
 (``--workers 1``), and every run that a check hands to the pool (the runs of
 :func:`proofs_check.studies.computed` and of the sweeps' :func:`numerics.sweep.iter_results`)
 is timed on its own. The profile (JSON: per check its claim, wall seconds and the durations of
-its runs, batch by batch) is written to ``--profile`` as the checks complete; an existing file
+its runs, batch by batch) is written to ``--profile`` as the claims complete; an existing file
 given there is read instead, and nothing is run.
 
 Then a model of :mod:`proofs_check.shared_pool` predicts the wall time on ``W`` workers: the
