@@ -10,30 +10,28 @@ set -uo pipefail
 status=0
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
-cores=$(python3 -c 'import os; print(len(os.sched_getaffinity(0)))')
-threads=$(python3 -c "print(','.join(str(t) for t in (1, 2, 4, 8, 16) if t <= $cores))")
-echo "$(uname -m), $cores cores,$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
-timeout 120 python3 benchmarks/layer.py --threads "$threads" --repeat 3 --ratio-threads= || status=$?
+echo "$(uname -m), $(nproc) cores,$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
+# layer.py's default threads, 1 to 16, less those above the cores; verify's default --workers, one per core
+timeout 120 python3 benchmarks/layer.py --repeat 3 --ratio-threads= || status=$?
 if python3 -c 'import numba' 2>/dev/null; then
-  timeout 120 python3 benchmarks/layer.py --accelerator numba --threads "$threads" --repeat 3 --ratio-threads= \
-    || status=$?
+  timeout 120 python3 benchmarks/layer.py --accelerator numba --repeat 3 --ratio-threads= || status=$?
 fi
-stamped() {  # each line of stdin, cut to 70 characters, after the seconds since $1 (nanoseconds)
-  while IFS= read -r line; do
-    elapsed=$(( ($(date +%s%N) - $1) / 100000000 ))
-    printf '%5d.%d s  %s\n' $((elapsed / 10)) $((elapsed % 10)) "${line:0:70}"
-  done
+since() {  # seconds since $1 (nanoseconds), to a tenth
+  local tenths=$(( ($(date +%s%N) - $1) / 100000000 ))
+  printf '%d.%d' $((tenths / 10)) $((tenths % 10))
+}
+stamped() {  # each line of stdin, cut to 70 characters, after the seconds since $1
+  while IFS= read -r line; do printf '%7s s  %s\n' "$(since "$1")" "${line:0:70}"; done
 }
 scratch=$(mktemp -d)
 for mode in quick full; do
   limit=150; flag=--quick
   if [ "$mode" = full ]; then limit=${FULL_S:-330}; flag=; fi
-  echo "verify $mode on $cores workers (at most $limit s):"
+  echo "verify $mode on $(nproc) workers (at most $limit s):"
   start=$(date +%s%N)
-  timeout "$limit" python3 -m proofs_check $flag --workers "$cores" --out "$scratch/$mode" 2>&1 | stamped "$start"
+  timeout "$limit" python3 -m proofs_check $flag --out "$scratch/$mode" 2>&1 | stamped "$start"
   code=${PIPESTATUS[0]}
-  elapsed=$(( ($(date +%s%N) - start) / 100000000 ))
-  echo "verify $mode: exit code $code after $((elapsed / 10)).$((elapsed % 10)) s$([ "$code" = 124 ] && echo ' (cut)')"
+  echo "verify $mode: exit code $code after $(since "$start") s$([ "$code" = 124 ] && echo ' (cut)')"
   [ "$code" = 0 ] || status=$code
 done
 rm -rf "$scratch"

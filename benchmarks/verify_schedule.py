@@ -13,9 +13,9 @@ given there is read instead, and nothing is run.
 Then a model of :mod:`proofs_check.shared_pool` predicts the wall time on ``W`` workers: the
 groups of :func:`proofs_check.runner._groups` are taken in registry order by the first free
 process; a check's runs go to its process's queue, where a process with no group takes them
-(its own queue first, then the others') before it takes a group, and a process whose check
-waits computes its own queue's runs only; a check is its batches of runs, in order, then the
-rest of its time (its serial part). Printed per ``W``: the prediction, the floor (all the
+(its own queue first, then the next processes' in turn) before it takes a group, and a process
+whose check waits computes its own queue's runs only; a check is its batches of runs, in order,
+then the rest of its time (its serial part). Printed per ``W``: the prediction, the floor (all the
 profile's seconds over ``W``) and the group that ends last. The model leaves out the processes'
 start (imports: about 1.6 s of one core each here), what running beside other processes costs
 (shared caches, lower clock rates on many busy cores) and the derivations computed again by each
@@ -154,7 +154,7 @@ def simulate(groups: list[list[dict]], workers: int) -> tuple[float, int]:
             if work[p] is not None:
                 take(p, now, [p])
                 continue
-            if take(p, now, [p, *(q for q in range(workers) if q != p)]):
+            if take(p, now, [(p + i) % workers for i in range(workers)]):  # as shared_pool._worker
                 continue
             if waiting_groups:
                 group_of[p], group = waiting_groups.popleft()
