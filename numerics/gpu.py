@@ -194,17 +194,21 @@ def _download(torch, tensor):
     return tensor.to(torch.float64).cpu().numpy()
 
 
-def _sums(queries, keys, h2, precision, want_mean, self_attention):
+def _sums(queries, keys, h2, precision, want_mean):
     r"""``(lse, mean)`` for validated, centred float64 inputs (``mean`` is ``None`` unless wanted).
 
     The kernels see the coordinates :math:`u = x / \sqrt{2 h_2}` (divided in float64, before any
     cast), so that their logits are minus plain squared distances and no scalar crosses to them in float32.
-    ``self_attention``: the queries are the keys, so that each row's largest logit is its own.
+    Queries that are the keys (the same array: tokens attending to themselves) are scaled once, and each
+    row's largest logit is its own.
     """
     require()
+    self_attention = queries is keys
     unit = np.sqrt(2.0 * h2)
-    q, k = queries / unit, keys / unit
-    q_squares, k_squares = (np.einsum("ij,ij->i", points, points) for points in (q, k))
+    k = keys / unit
+    q = k if self_attention else queries / unit
+    k_squares = np.einsum("ij,ij->i", k, k)
+    q_squares = k_squares if self_attention else np.einsum("ij,ij->i", q, q)
     if q.shape[1] <= _DIRECT[precision][3] and _direct_fits(q_squares, k_squares, q.shape[1], precision):
         lse, mean = _direct_sums(q, k, q_squares, k_squares, precision, want_mean, self_attention)
     else:
@@ -273,8 +277,11 @@ def _direct_sums(q, k, q_squares, k_squares, precision, want_mean, self_attentio
 
 
 def _prepare(queries, keys, h2, precision):
+    """Validated, centred float64 points, their centre, ``h2`` and ``precision``; queries that are the keys (the same
+    array) stay the same array, prepared once."""
+    same = queries is keys
     queries = check_array(queries, "queries")
-    keys = check_array(keys, "keys")
+    keys = queries if same else check_array(keys, "keys")
     check_same_dim(queries, "queries", keys, "keys")
     h2 = check_positive(h2, "h2")
     precision = check_option(precision, "precision", PRECISIONS)
@@ -283,7 +290,8 @@ def _prepare(queries, keys, h2, precision):
         raise ValueError(f"{most} points in d == {queries.shape[1]}: the GPU kernels address their arrays with 32-bit "
                          f"offsets, which reach {_MAX_OFFSET // _augmented_width(queries.shape[1])} points in this d")
     centre = keys.mean(axis=0)
-    queries, keys = queries - centre, keys - centre
+    keys = keys - centre
+    queries = keys if same else queries - centre
     extent = max(float(np.abs(queries).max(initial=0.0)), float(np.abs(keys).max(initial=0.0)))
     limit = np.finfo(precision).max
     if extent > 0 and 2 * np.log(extent) + np.log(queries.shape[1]) - np.log(2 * h2) > np.log(limit) - 1:
@@ -313,9 +321,8 @@ def kernel_logsumexp(queries, keys, h2, *, precision="float64") -> np.ndarray:
     RuntimeError
         Where torch with a CUDA device or triton is missing.
     """
-    self_attention = queries is keys
     q, k, _, h2, precision = _prepare(queries, keys, h2, precision)
-    return _sums(q, k, h2, precision, want_mean=False, self_attention=self_attention)[0]
+    return _sums(q, k, h2, precision, want_mean=False)[0]
 
 
 def kernel_mean(queries, keys, h2, *, precision="float64") -> np.ndarray:
@@ -343,6 +350,5 @@ def kernel_mean(queries, keys, h2, *, precision="float64") -> np.ndarray:
     RuntimeError
         Where torch with a CUDA device or triton is missing.
     """
-    self_attention = queries is keys
     q, k, centre, h2, precision = _prepare(queries, keys, h2, precision)
-    return _sums(q, k, h2, precision, want_mean=True, self_attention=self_attention)[1] + centre
+    return _sums(q, k, h2, precision, want_mean=True)[1] + centre
