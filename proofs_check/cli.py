@@ -12,6 +12,10 @@ __all__ = ["EXIT_CLOSED_PIPE", "main", "run_command"]
 
 
 def _verify(args: argparse.Namespace) -> int:
+    if args.workers > 1:
+        from .shared_pool import start_server
+
+        start_server()  # its server imports the checks beside the imports below
     from .power import analyse
     from .report import claim_line, defects, power_line, write_report
     from .runner import load, run

@@ -104,9 +104,10 @@ def run(
 ) -> list[ClaimResult]:
     """Run the checks of the claims ``ids`` (default: all), reporting them in registry order.
 
-    With ``workers > 1`` the claims run in parallel, in that many spawned processes (one BLAS
-    and kernel thread each, no progress bars), each of which imports the registry and
-    ``sources`` and runs whole claims: the checks of one claim, and the claims of a group of
+    With ``workers > 1`` the claims run in parallel, in that many processes (one BLAS and
+    kernel thread each, no progress bars; forks of the server of
+    :func:`proofs_check.shared_pool.start_server`, which imported the registry), each of which
+    loads ``sources`` and runs whole claims: the checks of one claim, and the claims of a group of
     :data:`SHARED_MEASUREMENTS`, run one after another in one process, sharing its cache. The
     runs of the checks' experiments go to the same processes (:mod:`proofs_check.shared_pool`):
     about ``workers`` computations run at a time. The results do not depend on ``workers``:

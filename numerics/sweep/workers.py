@@ -11,8 +11,8 @@ import multiprocessing
 import os
 import signal
 import threading
-import time
 from concurrent.futures import ProcessPoolExecutor
+from multiprocessing.connection import wait
 
 #: Environment variables that set the thread count of BLAS / OpenMP in worker processes.
 THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
@@ -51,17 +51,20 @@ def _single_threaded_children():
     return child_environment(dict.fromkeys(THREAD_VARS, "1"), override=False)
 
 
-def _watch_parent(parent_pid: int) -> None:
-    while True:
-        time.sleep(0.5)
-        if os.getppid() != parent_pid:
-            os._exit(1)
+def _watch_parent(sentinel: int) -> None:
+    wait([sentinel])  # ready once the process that started this one has ended
+    os._exit(1)
 
 
-def _init_worker(parent_pid: int) -> None:
-    """Worker start-up: leave Ctrl-C to the parent (which stops the pool) and exit if it dies."""
+def _init_worker() -> None:
+    """Worker start-up: leave Ctrl-C to the parent (which stops the pool) and exit if it dies.
+
+    The parent is the process that started this one (:func:`multiprocessing.parent_process`), also
+    where a fork server forked it.
+    """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True, name="attneb-parent-watch").start()
+    threading.Thread(target=_watch_parent, args=(multiprocessing.parent_process().sentinel,), daemon=True,
+                     name="attneb-parent-watch").start()
 
 
 def _process_pool(workers: int) -> ProcessPoolExecutor:
@@ -71,7 +74,6 @@ def _process_pool(workers: int) -> ProcessPoolExecutor:
         max_workers=workers,
         mp_context=multiprocessing.get_context("spawn"),
         initializer=_init_worker,
-        initargs=(os.getpid(),),
     )
 
 

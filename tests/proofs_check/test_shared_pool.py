@@ -10,6 +10,7 @@ from proofs_check import runner
 from proofs_check.registry import CLAIMS
 
 PLUGIN = '''
+import multiprocessing
 import operator
 import os
 import time
@@ -19,9 +20,10 @@ from proofs_check.studies import computed
 
 
 def where(i):
-    """A run that says which process ran it, and that process's parent."""
+    """A run that says which process ran it, the process that started that one, and its parent."""
     time.sleep(0.08)
-    return {"pid": os.getpid(), "parent": os.getppid()}
+    return {"pid": os.getpid(), "started_by": multiprocessing.parent_process().pid, "parent": os.getppid(),
+            "toy": os.environ.get("TOY_VARIABLE"), "accelerator": os.environ.get("ATTNEB_ACCELERATOR")}
 
 
 def broken(i):
@@ -73,13 +75,31 @@ def test_the_runs_of_the_checks_go_to_the_pool_and_no_process_starts_another(plu
     assert len(data["runs"]) == 24
     ran = {r["pid"] for r in data["runs"]}
     # both processes of the pool computed runs (the check's own through its helper thread), and
-    # each is a child of this process: no pool was started inside a worker
+    # this process started each: no pool was started inside a worker
     assert data["pid"] in ran and len(ran) == 2 and os.getpid() not in ran
-    assert {r["parent"] for r in data["runs"]} == {os.getpid()}
+    assert {r["started_by"] for r in data["runs"]} == {os.getpid()}
+    # both are forks of one fork server, which imported the toolkit for them
+    (server,) = {r["parent"] for r in data["runs"]}
+    assert server not in ran | {os.getpid()}
     # a run that raises makes its check an error, with the traceback of the process that ran it
     assert raising.status == "error"
     error = raising.checks[0].error
     assert "ValueError: run" in error and "is broken" in error and "in broken" in error
+
+
+def test_the_pool_sees_the_environment_of_its_start(plugin, tmp_path, monkeypatch):
+    runner.run(["Z5"], quick=True, out=tmp_path / "first", workers=2, sources=[plugin])  # the fork server is up
+    monkeypatch.setenv("TOY_VARIABLE", "set later")
+    (result,) = runner.run(["Z5"], quick=True, out=tmp_path / "second", workers=2, sources=[plugin])
+    runs = result.checks[0].evidence.data["runs"]
+    assert {r["toy"] for r in runs} == {"set later"}
+    assert os.getpid() not in {r["parent"] for r in runs}  # forks of the server
+    # a variable read on import (by numerics.kernels) that changed since the server started: fresh processes
+    monkeypatch.setenv("ATTNEB_ACCELERATOR", "auto")
+    (result,) = runner.run(["Z5"], quick=True, out=tmp_path / "third", workers=2, sources=[plugin])
+    runs = result.checks[0].evidence.data["runs"]
+    assert {r["accelerator"] for r in runs} == {"auto"}
+    assert {r["parent"] for r in runs} == {os.getpid()}
 
 
 def test_a_process_of_the_pool_that_ends_stops_the_run(plugin, tmp_path):
