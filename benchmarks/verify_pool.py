@@ -3,8 +3,8 @@
 Usage: python benchmarks/verify_pool.py [--workers 1,2,16] [--full] [--only C1 S1 ...] [--timeout 600]
 
 For each worker count, runs ``python -m proofs_check --quick --workers W`` (``--full``: the full
-job) into a fresh temporary folder, samples every 0.5 s how many processes it has spawned
-(descendants, from ``/proc``; the resource tracker counted), and prints the wall time, the most
+job) into a fresh temporary folder, samples every 0.5 s how many processes it has started
+(descendants, from ``/proc``; the fork server and the resource tracker counted), and prints the wall time, the most
 processes seen and the peak resident memory of the largest one. Then it compares the reports:
 every check's status and summary must be the same for every worker count (``verify`` promises
 results that do not depend on ``--workers``). Worker counts above the cores of this machine are

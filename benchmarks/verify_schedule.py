@@ -16,8 +16,9 @@ process; a check's runs go to its process's queue, where a process with no group
 (its own queue first, then the next processes' in turn) before it takes a group, and a process
 whose check waits computes its own queue's runs only; a check is its batches of runs, in order,
 then the rest of its time (its serial part). Printed per ``W``: the prediction, the floor (all the
-profile's seconds over ``W``) and the group that ends last. The model leaves out the processes'
-start (imports: about 1.6 s of one core each here), what running beside other processes costs
+profile's seconds over ``W``) and the group that ends last. The model leaves out verify's
+start (its imports, with the fork server's beside them: about 2 s here, 7 s on a 16-core gVisor
+host; ``benchmarks/pool_trace.py`` measures them), what running beside other processes costs
 (shared caches, lower clock rates on many busy cores) and the derivations computed again by each
 process that needs them (the serial profile computes each once), so it is a lower estimate;
 compare it with ``benchmarks/verify_pool.py``, which measures.

@@ -77,9 +77,13 @@ def start_server() -> multiprocessing.context.BaseContext:
     imports. The server lives until this process ends. Each process takes this process's
     environment as it is when the pool starts, as a spawned one would; but what was read on import
     keeps the server's values, so where a variable read on import (``ATTNEB_*``, ``NUMBA_*``) has
-    changed since the server started, the processes are spawned fresh instead.
+    changed since the server started, the processes are spawned fresh instead; so too where other
+    code of this process started multiprocessing's one fork server first (without the toolkit,
+    with other thread settings).
     """
     global _server_settings
+    if _server_settings is None and getattr(forkserver._forkserver, "_forkserver_pid", None) is not None:
+        return multiprocessing.get_context("spawn")  # not ours; multiprocessing keeps one per process
     if _server_settings is None:
         with child_environment(_CHILD_VARIABLES, override=True):
             context = multiprocessing.get_context("forkserver")

@@ -2,6 +2,7 @@
 
 import operator
 import os
+import subprocess
 import sys
 
 import pytest
@@ -114,3 +115,14 @@ def test_outside_a_pool_computed_starts_its_own_processes_and_yields_every_run_o
     got = dict(computed(todo, operator.add, 2, "toy"))
     assert got == {(i, 1): i + 1 for i in range(9)}
     assert os.getpid() not in {pid for _, pid in computed([()] * 4, os.getpid, 2, "toy")}
+
+
+def test_a_fork_server_started_by_other_code_is_not_used():
+    """multiprocessing keeps one fork server per process: one started without the toolkit's settings is not the pool's."""
+    code = ("import multiprocessing, multiprocessing.forkserver as f\n"
+            "multiprocessing.get_context('forkserver')\n"
+            "f.ensure_running()\n"
+            "from proofs_check.shared_pool import start_server\n"
+            "print(start_server().get_start_method())\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.split() == ["spawn"]
