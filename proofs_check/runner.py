@@ -105,8 +105,8 @@ def run(
     """Run the checks of the claims ``ids`` (default: all), reporting them in registry order.
 
     With ``workers > 1`` the claims run in parallel, in that many processes (one BLAS and
-    kernel thread each, no progress bars; forks of the server of
-    :func:`proofs_check.shared_pool.start_server`, which imported the registry), each of which
+    kernel thread each, no progress bars; spawned, or forks of the server that ``attneb verify``
+    starts, :func:`proofs_check.shared_pool.start_server`), each of which
     loads ``sources`` and runs whole claims: the checks of one claim, and the claims of a group of
     :data:`SHARED_MEASUREMENTS`, run one after another in one process, sharing its cache. The
     runs of the checks' experiments go to the same processes (:mod:`proofs_check.shared_pool`):

@@ -1,7 +1,7 @@
 """One pool of worker processes for a parallel ``verify``: the claims and their experiments' runs share it.
 
 ``verify --workers W`` starts ``W`` processes (one BLAS and kernel thread each, no progress
-bars), forked from a fork server that imported the toolkit once (:func:`start_server`). Each
+bars), forks of a fork server that imported the toolkit once (:func:`start_server`). Each
 takes, in turn, a run that some check is waiting for or, when none is queued, the next group of
 claims, whose checks it runs. A check hands the runs of its
 experiments (:func:`proofs_check.studies.computed`, the sweeps of
@@ -53,44 +53,43 @@ _PRELOAD = ("proofs_check.runner",)
 #: Set in the pool's processes: one BLAS and kernel thread each, no progress bars.
 _CHILD_VARIABLES = {**dict.fromkeys(THREAD_VARS, "1"), "TQDM_DISABLE": "1"}
 
-#: Prefixes of the environment variables that modules read when they are imported: this
-#: toolkit's (``ATTNEB_ACCELERATOR``) and numba's. The fork server imports with their values then.
-_READ_ON_IMPORT = ("ATTNEB_", "NUMBA_")
-
 _executor: SharedExecutor | None = None
 _local = threading.local()
-_server_settings: dict[str, str] | None = None
+#: The environment :func:`start_server` started the fork server with (``None``: not started).
+_server_environment: dict[str, str] | None = None
 
 
-def _settings() -> dict[str, str]:
-    return {name: value for name, value in os.environ.items() if name.startswith(_READ_ON_IMPORT)}
+def _environment() -> dict[str, str]:
+    """The environment of the pool's processes, were they started now."""
+    return {**os.environ, **_CHILD_VARIABLES}
 
 
-def start_server() -> multiprocessing.context.BaseContext:
-    """The context that starts the pool's processes, starting its fork server first if need be.
+def start_server() -> None:
+    """Start a fork server for the pools of this process; ``attneb verify`` calls this first.
 
     The fork server is a fresh interpreter (one BLAS thread, no progress bars) that imports the
-    toolkit (``proofs_check.runner``: numpy, scipy, sympy and every check) once; each process of
-    :func:`run_groups` is a fork of it, so ``W`` processes cost one import instead of ``W``
-    (about 1.2 s of one core each on a 2-core Xeon VM, 5.5 s on a 16-core gVisor host).
-    ``attneb verify`` calls this first, so that the server imports beside the command's own
-    imports. The server lives until this process ends. Each process takes this process's
-    environment as it is when the pool starts, as a spawned one would; but what was read on import
-    keeps the server's values, so where a variable read on import (``ATTNEB_*``, ``NUMBA_*``) has
-    changed since the server started, the processes are spawned fresh instead; so too where other
-    code of this process started multiprocessing's one fork server first (without the toolkit,
-    with other thread settings).
+    toolkit (``proofs_check.runner``: numpy, scipy, sympy and every check) once. The processes of
+    a later :func:`run_groups` are forks of it, so ``W`` processes cost one import instead of
+    ``W`` (about 1.2 s of one core each on a 2-core Xeon VM, 5.5 s on a 16-core gVisor host), and
+    started early, the server imports beside the command's own imports. It lives until this
+    process ends. A pool uses it only while this process's environment is the one the server
+    started with, and spawns fresh processes otherwise, as it does where this was never called
+    (a library user's pools, which so import the code as it is at each run): a fork has what the
+    server imported, with the settings it read then. Where other code of this process started multiprocessing's one fork server first
+    (without the toolkit, with other thread settings), nothing is started and pools spawn.
     """
-    global _server_settings
-    if _server_settings is None and getattr(forkserver._forkserver, "_forkserver_pid", None) is not None:
-        return multiprocessing.get_context("spawn")  # not ours; multiprocessing keeps one per process
-    if _server_settings is None:
-        with child_environment(_CHILD_VARIABLES, override=True):
-            context = multiprocessing.get_context("forkserver")
-            context.set_forkserver_preload(list(_PRELOAD))
-            forkserver.ensure_running()
-        _server_settings = _settings()
-    return multiprocessing.get_context("forkserver" if _settings() == _server_settings else "spawn")
+    global _server_environment
+    if _server_environment is not None or getattr(forkserver._forkserver, "_forkserver_pid", None) is not None:
+        return
+    with child_environment(_CHILD_VARIABLES, override=True):
+        multiprocessing.get_context("forkserver").set_forkserver_preload(list(_PRELOAD))
+        forkserver.ensure_running()
+    _server_environment = _environment()
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    """Forks of the server of :func:`start_server` where it runs with this environment, else spawned processes."""
+    return multiprocessing.get_context("forkserver" if _server_environment == _environment() else "spawn")
 
 
 def shared_executor() -> SharedExecutor | None:
@@ -231,14 +230,12 @@ class SharedExecutor(Executor):
             _execute(item, self._results)
 
 
-def _worker(index: int, environment: dict[str, str], sources: tuple[str, ...], run_claims: Callable, args: tuple,
-            queues: tuple, groups_running, stop) -> None:
+def _worker(index: int, sources: tuple[str, ...], run_claims: Callable, args: tuple, queues: tuple, groups_running,
+            stop) -> None:
     """A process of the pool: queued runs first (its own, then the others'), else the next group, until ``stop``."""
     global _executor
     from .runner import load
 
-    os.environ.clear()
-    os.environ.update(environment)  # as the pool's parent had it; a fork has the fork server's
     _init_worker()
     groups, runs, results, outcomes = queues
     load(sources)
@@ -278,14 +275,15 @@ def run_groups(groups: Sequence, run_claims: Callable, args: tuple, *, workers: 
     """Yield ``(i, run_claims(groups[i], *args))`` for every group, as each completes, computed by a pool of ``workers``.
 
     Each group is a sequence of tuples whose first item names a claim. ``run_claims`` and
-    ``args`` must be picklable (``run_claims`` a module-level function). The processes are
-    forked from the fork server of :func:`start_server` (one BLAS thread each, no progress bars),
-    and load ``sources`` first (see :func:`proofs_check.runner.load`). If ``run_claims`` raises
+    ``args`` must be picklable (``run_claims`` a module-level function). The processes (one BLAS
+    thread each, no progress bars) are forks of the server of :func:`start_server` where it runs
+    with this environment, else spawned; they load ``sources`` first (see
+    :func:`proofs_check.runner.load`). If ``run_claims`` raises
     in a worker, the exception is raised here, with its traceback as ``__cause__``; if a worker
     process dies, a ``RuntimeError`` names the claims it was running. Closing the generator, or an exception,
     ends every process of the pool at once.
     """
-    context = start_server()
+    context = _context()
     queues = (context.Queue(), [context.Queue() for _ in range(workers)], [context.Queue() for _ in range(workers)],
               context.Queue())
     group_queue, outcomes = queues[0], queues[3]
@@ -294,8 +292,7 @@ def run_groups(groups: Sequence, run_claims: Callable, args: tuple, *, workers: 
     stop = context.Event()
     with child_environment(_CHILD_VARIABLES, override=True):
         processes = [context.Process(target=_worker, name=f"attneb-verify-{i}", daemon=True,
-                                     args=(i, dict(os.environ), tuple(sources), run_claims, args, queues,
-                                           groups_running, stop))
+                                     args=(i, tuple(sources), run_claims, args, queues, groups_running, stop))
                      for i in range(workers)]
         for process in processes:
             process.start()

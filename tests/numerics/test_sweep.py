@@ -20,6 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from numerics import estimators, experiments, priors, sweep
+from tests.processes import alive, children_of
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "sweeps" / "two_cluster_recovery.toml"
@@ -442,21 +443,6 @@ def wait_for_rows(proc: subprocess.Popen, path: Path, at_least: int, timeout: fl
             proc.kill()
             pytest.fail(f"no {at_least} rows after {timeout} s")
         time.sleep(0.02)
-
-
-def children_of(pid: int) -> list[int]:
-    out = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        out += [int(c) for c in (task / "children").read_text().split()]
-    return out
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state != "Z"
 
 
 def check_resume(tmp_path: Path, path: Path, rows_after_stop: int) -> None:

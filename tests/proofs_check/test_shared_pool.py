@@ -1,14 +1,18 @@
 """The pool of a parallel verify: the checks' runs go to its processes, and nothing else starts."""
 
+import json
 import operator
 import os
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
 from proofs_check import runner
 from proofs_check.registry import CLAIMS
+from tests.processes import alive, children_of
 
 PLUGIN = '''
 import multiprocessing
@@ -24,7 +28,7 @@ def where(i):
     """A run that says which process ran it, the process that started that one, and its parent."""
     time.sleep(0.08)
     return {"pid": os.getpid(), "started_by": multiprocessing.parent_process().pid, "parent": os.getppid(),
-            "toy": os.environ.get("TOY_VARIABLE"), "accelerator": os.environ.get("ATTNEB_ACCELERATOR")}
+            "toy": os.environ.get("TOY_VARIABLE")}
 
 
 def broken(i):
@@ -52,6 +56,12 @@ claim("Z5", "runs", "a toy claim whose check hands its runs to the pool")
 check("Z5", "where the runs ran", criterion="always passes")(_runs(where))
 claim("Z6", "a run raises", "a toy claim whose runs raise")
 check("Z6", "runs that raise", criterion="always passes")(_runs(broken))
+def sleepy(i):
+    time.sleep(120)
+
+
+claim("Z7", "slow runs", "a toy claim whose runs outlast any test")
+check("Z7", "runs that sleep", criterion="always passes")(_runs(sleepy))
 claim("Z4", "a run ends its process", "a toy claim whose runs kill their process")
 check("Z4", "runs that exit", criterion="always passes")(_fatal_runs)
 '''
@@ -79,28 +89,75 @@ def test_the_runs_of_the_checks_go_to_the_pool_and_no_process_starts_another(plu
     # this process started each: no pool was started inside a worker
     assert data["pid"] in ran and len(ran) == 2 and os.getpid() not in ran
     assert {r["started_by"] for r in data["runs"]} == {os.getpid()}
-    # both are forks of one fork server, which imported the toolkit for them
-    (server,) = {r["parent"] for r in data["runs"]}
-    assert server not in ran | {os.getpid()}
     # a run that raises makes its check an error, with the traceback of the process that ran it
     assert raising.status == "error"
     error = raising.checks[0].error
     assert "ValueError: run" in error and "is broken" in error and "in broken" in error
 
 
-def test_the_pool_sees_the_environment_of_its_start(plugin, tmp_path, monkeypatch):
-    runner.run(["Z5"], quick=True, out=tmp_path / "first", workers=2, sources=[plugin])  # the fork server is up
-    monkeypatch.setenv("TOY_VARIABLE", "set later")
-    (result,) = runner.run(["Z5"], quick=True, out=tmp_path / "second", workers=2, sources=[plugin])
-    runs = result.checks[0].evidence.data["runs"]
-    assert {r["toy"] for r in runs} == {"set later"}
-    assert os.getpid() not in {r["parent"] for r in runs}  # forks of the server
-    # a variable read on import (by numerics.kernels) that changed since the server started: fresh processes
-    monkeypatch.setenv("ATTNEB_ACCELERATOR", "auto")
-    (result,) = runner.run(["Z5"], quick=True, out=tmp_path / "third", workers=2, sources=[plugin])
-    runs = result.checks[0].evidence.data["runs"]
-    assert {r["accelerator"] for r in runs} == {"auto"}
-    assert {r["parent"] for r in runs} == {os.getpid()}
+FORKS = """
+import json, os, sys
+from pathlib import Path
+from proofs_check import runner, shared_pool
+
+plugin, out = sys.argv[1], Path(sys.argv[2])
+shared_pool.start_server()
+runner.load([plugin])
+
+def runs(folder):
+    (result,) = runner.run(["Z5"], quick=True, out=out / folder, workers=2, sources=[plugin])
+    return result.checks[0].evidence.data["runs"]
+
+forked = runs("first")
+os.environ["TOY_VARIABLE"] = "set later"
+spawned = runs("second")
+print(json.dumps({"pid": os.getpid(), "forked": forked, "spawned": spawned}))
+"""
+
+
+def test_after_start_server_the_pool_forks_from_it_while_the_environment_stays(plugin, tmp_path):
+    # in a fresh interpreter: this one's fork server, if any, started in another test's environment
+    out = subprocess.run([sys.executable, "-c", FORKS, plugin, str(tmp_path)], capture_output=True, text=True,
+                         check=True, timeout=300)
+    got = json.loads(out.stdout.splitlines()[-1])
+    for runs in (got["forked"], got["spawned"]):
+        assert {r["started_by"] for r in runs} == {got["pid"]} and len({r["pid"] for r in runs}) == 2
+    (server,) = {r["parent"] for r in got["forked"]}  # one fork server, neither this process nor a worker
+    assert server != got["pid"] and server not in {r["pid"] for r in got["forked"]}
+    assert {r["toy"] for r in got["forked"]} == {None}
+    # a changed environment: spawned here, and they see it
+    assert {r["parent"] for r in got["spawned"]} == {got["pid"]}
+    assert {r["toy"] for r in got["spawned"]} == {"set later"}
+
+
+KILLED = """
+import sys
+from pathlib import Path
+from proofs_check import runner, shared_pool
+
+shared_pool.start_server()
+runner.load([sys.argv[1]])
+runner.run(["Z7"], quick=True, out=Path(sys.argv[2]), workers=2, sources=[sys.argv[1]])
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc to find the pool's processes")
+def test_a_killed_parent_leaves_neither_fork_server_nor_workers(plugin, tmp_path):
+    parent = subprocess.Popen([sys.executable, "-c", KILLED, plugin, str(tmp_path)])
+    try:
+        deadline = time.monotonic() + 120
+        found = []
+        while len(found) < 4 and time.monotonic() < deadline:  # the resource tracker, the server, two workers
+            time.sleep(0.2)
+            found = [p for child in children_of(parent.pid) for p in (child, *children_of(child))]
+        assert len(found) >= 4
+    finally:
+        parent.kill()
+        parent.wait(timeout=30)
+    deadline = time.monotonic() + 10
+    while any(alive(p) for p in found) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(alive(p) for p in found), "processes of the pool outlived their parent"
 
 
 def test_a_process_of_the_pool_that_ends_stops_the_run(plugin, tmp_path):
@@ -122,7 +179,8 @@ def test_a_fork_server_started_by_other_code_is_not_used():
     code = ("import multiprocessing, multiprocessing.forkserver as f\n"
             "multiprocessing.get_context('forkserver')\n"
             "f.ensure_running()\n"
-            "from proofs_check.shared_pool import start_server\n"
-            "print(start_server().get_start_method())\n")
+            "from proofs_check import shared_pool\n"
+            "shared_pool.start_server()\n"
+            "print(shared_pool._context().get_start_method())\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert out.stdout.split() == ["spawn"]
