@@ -3,15 +3,16 @@
 ``verify --workers W`` starts ``W`` processes (one BLAS and kernel thread each, no progress
 bars), forks of a fork server that imported the toolkit once (:func:`start_server`). Each
 takes, in turn, a run that some check is waiting for or, when none is queued, the next group of
-claims, whose checks it runs. A check hands the runs of its
-experiments (:func:`proofs_check.studies.computed`, the sweeps of
+claims, whose checks it runs. A check hands the runs of its experiments
+(:func:`proofs_check.studies.computed`, the sweeps of
 :func:`proofs_check.studies.run_configs`) to its process's :class:`SharedExecutor`, which queues
 them where every process of the pool can take them; while the check waits for them, a thread of
 its own process computes them too (only its own: no run computes beside another check in
 progress, whose process state, warnings filters say, it would share). So one interpreter starts
 for the whole run, importing numpy, scipy, sympy and the checks once, and about ``W``
 computations run at a time: one per process, except that a process's helper thread may finish
-a run while its check has resumed. A run that asks for runs of its own computes them itself, one after another.
+a run while its check has resumed. A run that asks for runs of its own computes them itself, one
+after another.
 
 Before this pool, every claim's process started a pool of ``W`` more processes for each of its
 sweeps: up to ``W * (W + 1)`` processes at once, and a fresh pool, whose interpreters import
@@ -75,8 +76,9 @@ def start_server() -> None:
     process ends. A pool uses it only while this process's environment is the one the server
     started with, and spawns fresh processes otherwise, as it does where this was never called
     (a library user's pools, which so import the code as it is at each run): a fork has what the
-    server imported, with the settings it read then. Where other code of this process started multiprocessing's one fork server first
-    (without the toolkit, with other thread settings), nothing is started and pools spawn.
+    server imported, with the settings it read then. Where other code of this process started
+    multiprocessing's one fork server first (without the toolkit, with other thread settings),
+    nothing is started and pools spawn.
     """
     global _server_environment
     if _server_environment is not None or getattr(forkserver._forkserver, "_forkserver_pid", None) is not None:
@@ -278,9 +280,9 @@ def run_groups(groups: Sequence, run_claims: Callable, args: tuple, *, workers: 
     ``args`` must be picklable (``run_claims`` a module-level function). The processes (one BLAS
     thread each, no progress bars) are forks of the server of :func:`start_server` where it runs
     with this environment, else spawned; they load ``sources`` first (see
-    :func:`proofs_check.runner.load`). If ``run_claims`` raises
-    in a worker, the exception is raised here, with its traceback as ``__cause__``; if a worker
-    process dies, a ``RuntimeError`` names the claims it was running. Closing the generator, or an exception,
+    :func:`proofs_check.runner.load`). If ``run_claims`` raises in a worker, the exception is
+    raised here, with its traceback as ``__cause__``; if a worker process dies, a
+    ``RuntimeError`` names the claims it was running. Closing the generator, or an exception,
     ends every process of the pool at once.
     """
     context = _context()

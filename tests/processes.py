@@ -4,10 +4,13 @@ from pathlib import Path
 
 
 def children_of(pid: int) -> list[int]:
-    """The processes that ``pid`` started and that are still there."""
+    """The processes that ``pid`` started and that are still there (none once ``pid`` has gone)."""
     out = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        out += [int(c) for c in (task / "children").read_text().split()]
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            out += [int(c) for c in (task / "children").read_text().split()]
+    except FileNotFoundError:
+        return []
     return out
 
 

@@ -35,6 +35,10 @@ def broken(i):
     raise ValueError(f"run {i} is broken")
 
 
+def sleepy(i):
+    time.sleep(120)
+
+
 def fatal(i, pid):
     """Ends the process of the check that asked for it (the other process computes its share and lives)."""
     if os.getpid() == pid:
@@ -56,10 +60,6 @@ claim("Z5", "runs", "a toy claim whose check hands its runs to the pool")
 check("Z5", "where the runs ran", criterion="always passes")(_runs(where))
 claim("Z6", "a run raises", "a toy claim whose runs raise")
 check("Z6", "runs that raise", criterion="always passes")(_runs(broken))
-def sleepy(i):
-    time.sleep(120)
-
-
 claim("Z7", "slow runs", "a toy claim whose runs outlast any test")
 check("Z7", "runs that sleep", criterion="always passes")(_runs(sleepy))
 claim("Z4", "a run ends its process", "a toy claim whose runs kill their process")
