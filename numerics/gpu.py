@@ -292,7 +292,9 @@ def _prepare(queries, keys, h2, precision):
     centre = keys.mean(axis=0)
     keys = keys - centre
     queries = keys if same else queries - centre
-    extent = max(float(np.abs(queries).max(initial=0.0)), float(np.abs(keys).max(initial=0.0)))
+    extent = float(np.abs(keys).max(initial=0.0))
+    if not same:
+        extent = max(extent, float(np.abs(queries).max(initial=0.0)))
     limit = np.finfo(precision).max
     if extent > 0 and 2 * np.log(extent) + np.log(queries.shape[1]) - np.log(2 * h2) > np.log(limit) - 1:
         raise ValueError(f"coordinates up to {extent:.3g} from the keys' mean with h2 == {h2!r}: the squared "
