@@ -3,12 +3,12 @@
 # deliver together (benchmarks/throughput.py), one exact layer against threads (N = 32768, d = 3;
 # numpy's path, and numba's where it is installed; LAYERS=0 skips it), then `verify --quick` on
 # every core, then the full `verify` on every core for at most FULL_S seconds (default: what is
-# left of BUDGET_S, default 570, less 10 s); VERIFY=quick runs only the first. Both verify runs are traced (benchmarks/pool_trace.py:
-# start-up, checks, runs and idle time of every process, printed after each run). Every line of
-# verify is stamped with the seconds since its start, so that a run cut short still says how far
-# it got. KEEP=DIR keeps the reports and traces there. benchmarks/verify_pool.py compares the
-# reports of several worker counts; benchmarks/verify_schedule.py predicts the wall time from a
-# serial profile. Installs nothing. Usage: bash benchmarks/cores.sh   (from the repository root)
+# left of BUDGET_S, default 570, less 10 s); VERIFY=quick runs only the first. Both verify runs
+# are traced (benchmarks/pool_trace.py: start-up, checks, runs and idle time of every process,
+# printed after each run). Every line of verify is stamped with the seconds since its start, so
+# that a run cut short still says how far it got. KEEP=DIR keeps the reports and traces there.
+# benchmarks/verify_pool.py compares the reports of several worker counts;
+# benchmarks/verify_schedule.py predicts the wall time from a serial profile. Installs nothing. Usage: bash benchmarks/cores.sh   (from the repository root)
 set -uo pipefail
 status=0
 begin=$(date +%s%N)
