@@ -46,6 +46,8 @@ from pathlib import Path
 from scipy import stats
 from tqdm import tqdm
 
+import numerics
+
 from .registry import CLAIMS, Alternative, Check, Context
 from .runner import run_check, select
 
@@ -159,7 +161,7 @@ def _slug(text: str) -> str:
 def clear_numeric_caches() -> None:
     """Empty the memoised functions of :mod:`numerics` (a swapped routine must not meet values cached before)."""
     for name, module in list(sys.modules.items()):
-        if name == "numerics" or name.startswith("numerics."):
+        if name == numerics.__name__ or name.startswith(numerics.__name__ + "."):
             for value in vars(module).values():
                 if callable(getattr(value, "cache_clear", None)):
                     value.cache_clear()

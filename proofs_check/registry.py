@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+import theory
+
 __all__ = [
     "CLAIMS",
     "KINDS",
@@ -41,6 +43,7 @@ __all__ = [
     "alternative",
     "check",
     "claim",
+    "resolve",
     "scaled_output",
     "swap",
 ]
@@ -160,8 +163,13 @@ KINDS = ("theory", "data", "implementation")
 _INHERITED = object()
 
 
-def _resolve(target: str) -> tuple[Any, str]:
-    """``"package.module:attr"`` or ``"package.module:Class.attr"`` -> (owner object, attribute name)."""
+def resolve(target: str) -> tuple[Any, str]:
+    """``"package.module:attr"`` or ``"package.module:Class.attr"`` -> (owner object, attribute name).
+
+    Raises ``ValueError`` for a malformed target, ``ImportError`` for a missing module and
+    ``AttributeError`` for a missing attribute: a swap or a ``covers`` entry that names nothing
+    is an error, never a silent no-op.
+    """
     module_name, sep, path = target.partition(":")
     if not sep or not path:
         raise ValueError(f"swap target {target!r} must read 'package.module:attribute' (or ':Class.attribute')")
@@ -220,7 +228,7 @@ class Alternative:
         saved = []
         try:
             for s in self.swaps:
-                owner, attribute = _resolve(s.target)
+                owner, attribute = resolve(s.target)
                 # a class keeps its own descriptor (or none, when the attribute is inherited)
                 real = owner.__dict__.get(attribute, _INHERITED) if isinstance(owner, type) else getattr(owner, attribute)
                 wrong = s.make(getattr(owner, attribute))
@@ -271,7 +279,9 @@ def scaled_output(target: str, factor: float = 1.01, *, kind: str | None = None)
     measurements are unaffected and may be reused) and ``implementation`` otherwise.
     """
     if kind is None:
-        kind = "theory" if target.split(":")[0].split(".")[0] == "theory" else "implementation"
+        module = target.split(":")[0]
+        in_theory = module == theory.__name__ or module.startswith(theory.__name__ + ".")
+        kind = "theory" if in_theory else "implementation"
     def make(real):
         def wrong(*args, **kwargs):
             return _scaled(real(*args, **kwargs), factor)

@@ -23,7 +23,7 @@ import theory
 from . import claims as _claims  # noqa: F401  (registers the claims these checks attach to)
 from .registry import Alternative, Context, Evidence, alternative, check, swap
 
-__all__ = ["BUILDERS", "DERIVATION_CLAIMS", "TOOLKIT_REFS", "derivation_evidence", "derivation_refs",
+__all__ = ["BUILDERS", "BUILDERS_TARGET", "DERIVATION_CLAIMS", "TOOLKIT_REFS", "derivation_evidence", "derivation_refs",
            "register_derivation"]
 
 #: Derivations whose claims carry no paper id, and the toolkit claim they bear on.
@@ -45,6 +45,8 @@ DERIVATION_CLAIMS = {
 
 #: Name -> function building the derivation. Read at call time, so that a mutant can stand in.
 BUILDERS: dict[str, Callable[[], theory.Derivation]] = {}
+#: The swap target of every mutant alternative: :data:`BUILDERS`, named from this module's own name.
+BUILDERS_TARGET = f"{__name__}:BUILDERS"
 
 
 def _checked(name: str, ctx: Context):
@@ -86,7 +88,7 @@ def _mutant_alternatives(name: str) -> Callable[[], list[Alternative]]:
         real = BUILDERS[name]()
         return [
             alternative(f"{label}: {mutation}", f"derivation '{name}' with {label} mutated ({mutation})",
-                        swap("proofs_check.symbolic_checks:BUILDERS",
+                        swap(BUILDERS_TARGET,
                              lambda builders, m=mutant: {**builders, name: lambda: m}))
             for label, mutation, mutant in mutations.mutants(real, kinds=("claim",))
         ]
