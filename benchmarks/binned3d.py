@@ -12,10 +12,10 @@ times and prints the median.
 Error, relative to the data scale (largest coordinate range of ``x``): at those three layers, the
 binned velocity of a random subsample of ``--sample`` tokens (computed over all N tokens, as the
 flow does) against the exact kernel mean of the same tokens over all N tokens
-(``numerics.kernels``), and the largest error bound the binned path reports.
+(``attneb.numerics.kernels``), and the largest error bound the binned path reports.
 
 The default bandwidth is about the smallest at which the grid for 10^6 tokens at ``tol = 1e-6``
-fits in ``numerics.binned.MAX_GRID_CELLS``: the 3-D grid has ``(range / spacing + cut-off)^3``
+fits in ``attneb.numerics.binned.MAX_GRID_CELLS``: the 3-D grid has ``(range / spacing + cut-off)^3``
 cells with spacing ~0.1 sqrt(h2) and cut-off 8.6 sqrt(h2), so it fits only where the data span at
 most ~12 sqrt(h2), i.e. (for noisy data of range ~10 sigma) where T* = sigma2/(2 h2) <~ 0.7.
 ``--e1`` prints, without running them, the grids E1's sphere runs would need at N = 131072
@@ -36,9 +36,9 @@ import numpy as np
 import scipy.fft
 
 from fast_path import layer_errors, staged_flow  # benchmarks/fast_path.py, beside this script
-from numerics import binned, flow
-from numerics.experiments import draw_batch
-from numerics.priors import UniformSphere
+from attneb.numerics import binned, flow
+from attneb.numerics.experiments import draw_batch
+from attneb.numerics.priors import UniformSphere
 
 
 def sphere_tokens(n, sigma2, seed):

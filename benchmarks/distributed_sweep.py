@@ -3,7 +3,7 @@
 Prints one line per cluster size: workers, runs, wall time, runs per second, and the speed-up
 over one worker. Each size starts a fresh cluster (one thread per worker process, whose kernel
 sums and BLAS run single-threaded: ``OMP_NUM_THREADS=1`` is set for the workers, as the local
-pool of :func:`numerics.sweep.run_sweep` does) and a fresh store, so every run executes; the
+pool of :func:`attneb.numerics.sweep.run_sweep` does) and a fresh store, so every run executes; the
 cluster's start-up is not timed.
 
     python benchmarks/distributed_sweep.py [--workers 1 2] [--seeds 16] [--n 4000]
@@ -20,8 +20,8 @@ from pathlib import Path
 
 from distributed import LocalCluster
 
-from numerics import sweep
-from numerics.distributed import dask_executor
+from attneb.numerics import sweep
+from attneb.numerics.distributed import dask_executor
 
 
 def experiment(n: int, seeds: int) -> sweep.Experiment:

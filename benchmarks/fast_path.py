@@ -34,8 +34,8 @@ import time
 
 import numpy as np
 
-from numerics import binned, flow, kernels
-from numerics.priors import GaussianMixture
+from attneb.numerics import binned, flow, kernels
+from attneb.numerics.priors import GaussianMixture
 
 
 def noisy_tokens(n, d, sigma2, seed):

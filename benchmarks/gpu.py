@@ -18,7 +18,7 @@ E3 the token variance at T* against the exact mean-field value.
 ``--choose``: first time the kernel configurations of :data:`VARIANTS` and :data:`DIRECT_VARIANTS`
 (block shapes, warps, the products' input precision) and use the fastest whose error stays within
 :data:`ACCEPT`, then the largest d up to which the direct kernel is the faster (to choose
-``numerics.gpu._CONFIG`` and ``numerics.gpu._DIRECT``).
+``attneb.numerics.gpu._CONFIG`` and ``attneb.numerics.gpu._DIRECT``).
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ import time
 
 import numpy as np
 
-from numerics import flow, gpu, kernels, priors
-from theory import depth_noise
-from numerics.experiments import draw_batch
+from attneb.numerics import flow, gpu, kernels, priors
+from attneb.theory import depth_noise
+from attneb.numerics.experiments import draw_batch
 
 H2 = 0.05
 SUBSAMPLE = 2048
@@ -109,7 +109,7 @@ def table(ns, ds, repeat, max_seconds):
                           flush=True)
 
 
-#: Kernel configurations tried by ``--choose``: ``numerics.gpu._CONFIG``'s (BLOCK_M, BLOCK_N, num_warps, num_stages,
+#: Kernel configurations tried by ``--choose``: ``attneb.numerics.gpu._CONFIG``'s (BLOCK_M, BLOCK_N, num_warps, num_stages,
 #: the input precision of the logits' product, that of the weighted sum's).
 VARIANTS = {
     "float64": [(64, 64, 4, 2, "ieee", "ieee"), (128, 64, 8, 2, "ieee", "ieee"), (64, 32, 4, 2, "ieee", "ieee"),
@@ -118,7 +118,7 @@ VARIANTS = {
                 (128, 128, 8, 2, "tf32x3", "tf32x3"), (64, 64, 4, 3, "tf32x3", "tf32x3"),
                 (128, 64, 4, 2, "tf32x3", "tf32x3"), (128, 128, 4, 2, "tf32x3", "tf32x3")],
 }
-#: Direct-kernel configurations tried by ``--choose``: ``numerics.gpu._DIRECT``'s (BLOCK_M, BLOCK_N, num_warps), each
+#: Direct-kernel configurations tried by ``--choose``: ``attneb.numerics.gpu._DIRECT``'s (BLOCK_M, BLOCK_N, num_warps), each
 #: compiled for sm_90 without register spills in d = 3 (8 or 16 elements of the tile per thread).
 DIRECT_VARIANTS = {
     "float64": [(32, 32, 4), (32, 64, 8)],

@@ -12,7 +12,7 @@ dimensions. Rows of the table, for each ``(N, d)``:
   times, so that they see the same load on the machine.
 * ``other queries (auto)``: ``kernels.kernel_mean(y, x, h2)`` for ``N`` other standard normal
   points ``y``: the general path, without the symmetry of tokens attending to themselves.
-* ``binned``: ``numerics.binned.kernel_mean`` for ``d <= 2`` when that module exists (else n/a),
+* ``binned``: ``attneb.numerics.binned.kernel_mean`` for ``d <= 2`` when that module exists (else n/a),
   with its largest deviation from the exact path.
 * ``naive``: broadcast differences, then ``scipy.special.softmax``, in blocks of rows whose
   differences take at most 256 MiB (``N <= --naive-max`` only: it is slow).
@@ -45,13 +45,13 @@ import numpy as np
 from scipy.special import softmax
 
 from layer import exp_yardstick  # benchmarks/layer.py, beside this script
-from numerics import kernels
+from attneb.numerics import kernels
 
 _NAIVE_BLOCK_BYTES = 256 * 2**20
 _RSS_PROBE = """
 import sys
 import numpy as np
-from numerics import kernels
+from attneb.numerics import kernels
 
 def status_bytes(field):
     with open("/proc/self/status") as status:
@@ -173,7 +173,7 @@ def measure(n: int, d: int, args, accelerators: list[str]) -> list[dict]:
     rows.append(row("other queries (auto)", other_times, yardstick=yardstick, naive=naive,
                     peak=traced_peak(lambda: kernels.kernel_mean(y, x, h2))))
 
-    binned = optional("numerics.binned", "kernel_mean")
+    binned = optional("attneb.numerics.binned", "kernel_mean")
     if binned is None or d > 2:
         rows.append(empty_row("binned", "n/a" if binned is None else "n/a for d > 2"))
     else:
@@ -229,7 +229,7 @@ def main() -> None:
     parser.add_argument("--reference-max", type=int, default=16384)
     args = parser.parse_args()
 
-    accelerators = ["numpy"] + (["numba"] if optional("numerics._accel", "kernel_sums") is not None else [])
+    accelerators = ["numpy"] + (["numba"] if optional("attneb.numerics._accel", "kernel_sums") is not None else [])
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"load average {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
     versions = {m: optional(m, "__version__") for m in ("numpy", "numba", "sklearn")}

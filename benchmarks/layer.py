@@ -32,7 +32,7 @@ import tracemalloc
 
 import numpy as np
 
-from numerics import kernels
+from attneb.numerics import kernels
 
 _EXP_BLOCK = 2**16
 

@@ -3,8 +3,8 @@
 Usage: python benchmarks/training_step.py [--batch 64] [--n 128] [--d 2] [--layers 16] [--repeat 5]
 
 For each parametrization (scalar, matrix) prints the median wall time of ``repeat`` forward passes
-(:meth:`numerics.training.TrainedTransformer.denoise`) and of ``repeat`` forward + backward passes
-(:func:`numerics.training.loss_and_gradient`), and their ratio; the goal is a ratio <= 4.
+(:meth:`attneb.numerics.training.TrainedTransformer.denoise`) and of ``repeat`` forward + backward passes
+(:func:`attneb.numerics.training.loss_and_gradient`), and their ratio; the goal is a ratio <= 4.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from numerics.training import PARAMETRIZATIONS, TrainedTransformer, init_params, loss_and_gradient
+from attneb.numerics.training import PARAMETRIZATIONS, TrainedTransformer, init_params, loss_and_gradient
 
 
 def median_time(fn, repeat: int) -> float:

@@ -11,9 +11,9 @@ count N_c = exp(2 lambda* T*) of the stability analysis.
 
 import numpy as np
 
-from numerics import meanfield
-from proofs_check.meanfield_checks import standardized_gaussian_tokens
-from theory import depth_noise, stability
+from attneb.numerics import meanfield
+from attneb.proofs_check.meanfield_checks import standardized_gaussian_tokens
+from attneb.theory import depth_noise, stability
 
 
 def simulated_depths(sigma2, tau2, h2, n, eta, seeds=(0, 1, 2)):

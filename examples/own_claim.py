@@ -8,8 +8,8 @@ The claim: one attention step commutes with translations, ``a(q + c; X + c) = a(
 key-norm bias is what makes it so; without it the logits change by ``beta c . x_j``, which depends
 on the key). The module
 
-1. derives it with :mod:`theory.derivation` (steps checked by sympy; the typed statement is the claim),
-2. registers the claim, the derivation as a check (:func:`proofs_check.symbolic_checks.register_derivation`:
+1. derives it with :mod:`attneb.theory.derivation` (steps checked by sympy; the typed statement is the claim),
+2. registers the claim, the derivation as a check (:func:`attneb.proofs_check.symbolic_checks.register_derivation`:
    its wrong theories are its claims, mutated one at a time) and a numeric check on the real
    implementation, whose wrong theories are named beside it,
 3. lets ``attneb verify --power`` measure how often the numeric check rejects each wrong theory.
@@ -22,10 +22,10 @@ from functools import cache
 import numpy as np
 import sympy as sp
 
-from numerics import kernels, transformer
-from proofs_check.registry import Context, Evidence, alternative, check, claim, swap
-from proofs_check.symbolic_checks import register_derivation
-from theory import Claim, Derivation, Step
+from attneb.numerics import kernels, transformer
+from attneb.proofs_check.registry import Context, Evidence, alternative, check, claim, swap
+from attneb.proofs_check.symbolic_checks import register_derivation
+from attneb.theory import Claim, Derivation, Step
 
 TOL = 1e-10
 
@@ -82,10 +82,10 @@ def _without_key_norm_bias(real):
            alternative("output moves by 2c", "the claim with the output shifted twice as far",
                        swap(f"{__name__}:shift_of_output", lambda real: (lambda c: 2 * c))),
            alternative("head without key-norm bias", "the softmax head without -beta ||x_j||^2 / 2",
-                       swap("numerics.transformer:AttentionHead.gaussian", _without_key_norm_bias),
+                       swap("attneb.numerics.transformer:AttentionHead.gaussian", _without_key_norm_bias),
                        kind="implementation"),
        ],
-       covers=("numerics.transformer:AttentionHead.__call__",))
+       covers=("attneb.numerics.transformer:AttentionHead.__call__",))
 def translation_check(ctx: Context) -> Evidence:
     [seed] = ctx.fresh_seeds([0])
     rng = np.random.default_rng(seed)

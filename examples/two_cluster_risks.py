@@ -14,7 +14,7 @@ import argparse
 
 import numpy as np
 
-from numerics import estimators, experiments, flow, kernels, priors
+from attneb.numerics import estimators, experiments, flow, kernels, priors
 
 
 def main() -> None:

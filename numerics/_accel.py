@@ -1,6 +1,6 @@
-r"""Numba kernels of the Gaussian-kernel sums: the optional accelerator of :mod:`numerics.kernels`.
+r"""Numba kernels of the Gaussian-kernel sums: the optional accelerator of :mod:`attneb.numerics.kernels`.
 
-Importing this module requires numba; :mod:`numerics.kernels` falls back to its numpy path
+Importing this module requires numba; :mod:`attneb.numerics.kernels` falls back to its numpy path
 when the import fails. The kernels read the same augmented operands as the numpy path and
 fuse, for each query and a tile of keys, the logits, their clipping at zero, the
 exponentials and the sums, so that no ``M x N`` temporary passes through memory:
@@ -57,7 +57,7 @@ def exp_nonpositive(x: float) -> float:
     ``x = k ln 2 + r`` with ``|r| <= ln(2)/2``; ``exp(r)`` by a polynomial of degree 11 and
     ``2**k`` by writing the exponent bits. Below -708 it returns ``exp(-708)``, 3.3e-308:
     the kernel sums that weights this small could matter to are recomputed by
-    :mod:`numerics.kernels` with a shift.
+    :mod:`attneb.numerics.kernels` with a shift.
     """
     z = max(x, _EXP_MIN)
     shifted = z * _LOG2E + _SHIFTER

@@ -1,4 +1,4 @@
-"""The Triton kernels of :mod:`numerics.gpu` (imported only where triton is installed; see that module)."""
+"""The Triton kernels of :mod:`attneb.numerics.gpu` (imported only where triton is installed; see that module)."""
 
 import triton
 import triton.language as tl

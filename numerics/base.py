@@ -3,7 +3,7 @@
 Conventions follow scikit-learn: ``__init__`` stores its arguments and nothing else;
 ``fit`` validates them, computes, stores learned state in attributes ending in ``_``
 and returns ``self``; calling ``denoise`` before ``fit`` raises
-:class:`~numerics.validation.NotFittedError`.
+:class:`~attneb.numerics.validation.NotFittedError`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 r"""Gaussian-kernel sums in one to three dimensions by binning and FFT convolution.
 
-The sums of :mod:`numerics.kernels` for :math:`d \le 3` in :math:`O(N + M + G\log G)`
+The sums of :mod:`attneb.numerics.kernels` for :math:`d \le 3` in :math:`O(N + M + G\log G)`
 operations instead of :math:`O(MN)` (``G`` grid cells), the method of fast KDE software:
 spread the keys onto a regular grid, convolve with the kernel sampled on the grid
 (``scipy.fft``, zero-padded), interpolate at the queries. With
@@ -94,7 +94,7 @@ Tails and far queries. Where :math:`S_0` is small compared with its error bound 
 sparse keys, where the relative error of a ratio is not controlled, or a grid sum that is
 mostly rounding), the bound exceeds the tolerance. Those queries, and the queries farther than
 ``r`` beyond the keys' bounding box (the grid does not reach them), are recomputed with the
-exact :mod:`numerics.kernels` functions; there are few of them. Every returned value is
+exact :mod:`attneb.numerics.kernels` functions; there are few of them. Every returned value is
 therefore within ``tol`` (times the scale of the quantity) of the exact sum;
 ``full_output=True`` returns the per-query bounds and which queries were recomputed.
 
@@ -140,9 +140,9 @@ __all__ = [
 ]
 
 #: Kernel-sum paths: the exact blocked sums on the CPU, the binned grid, the exact sums on a GPU
-#: (:mod:`numerics.gpu`), or the fastest that applies.
+#: (:mod:`attneb.numerics.gpu`), or the fastest that applies.
 BACKENDS = ("exact", "binned", "gpu", "auto")
-#: ``"auto"`` takes the GPU, where one is present (:func:`numerics.gpu.available`) and the grid does
+#: ``"auto"`` takes the GPU, where one is present (:func:`attneb.numerics.gpu.available`) and the grid does
 #: not apply, from queries x keys >= this (below it, copying to the GPU costs more than the sums).
 AUTO_GPU_MIN_PAIRS = 2**20
 #: ``"auto"`` takes the binned path when ``d <= 2``, the grid fits and queries x keys >= this
@@ -725,7 +725,7 @@ def kernel_mean(queries, keys, h2, *, tol=1e-9, scale=None, full_output=False):
     .. math:: a(q_m) = \frac{\sum_j e^{-\lVert q_m - k_j\rVert^2/(2h_2)}\, k_j}
               {\sum_j e^{-\lVert q_m - k_j\rVert^2/(2h_2)}} = q_m + \frac{D(q_m)}{S_0(q_m)}
 
-    The sum of :func:`numerics.kernels.kernel_mean`, every coordinate within ``tol * scale`` of
+    The sum of :func:`attneb.numerics.kernels.kernel_mean`, every coordinate within ``tol * scale`` of
     it: the grid values carry the bound of the module docstring, and the queries whose bound
     exceeds ``tol * scale`` (far tails, queries off the grid) are recomputed exactly.
 
@@ -758,7 +758,7 @@ def kde_score(queries, keys, h2, *, tol=1e-9, scale=None, full_output=False):
 
     .. math:: \nabla_q \log \mathrm{KDE}(q_m) = \frac{a(q_m) - q_m}{h_2} = \frac{D(q_m)}{h_2\, S_0(q_m)}
 
-    The score of :func:`numerics.kernels.kde_score`, every coordinate within ``tol * scale / h2``
+    The score of :func:`attneb.numerics.kernels.kde_score`, every coordinate within ``tol * scale / h2``
     of it (the kernel-mean tolerance divided by ``h2``).
 
     Parameters
@@ -801,7 +801,7 @@ def kernel_logsumexp(queries, keys, h2, *, tol=1e-9, full_output=False):
 
     .. math:: \log S_0(q_m) = \log \sum_j e^{-\lVert q_m - k_j\rVert^2/(2 h_2)}
 
-    The sum of :func:`numerics.kernels.kernel_logsumexp`, within ``tol`` (absolute).
+    The sum of :func:`attneb.numerics.kernels.kernel_logsumexp`, within ``tol`` (absolute).
 
     Parameters
     ----------
@@ -830,7 +830,7 @@ def log_kde(queries, keys, h2, *, tol=1e-9, full_output=False):
     .. math:: \log \frac1N \sum_{j=1}^N (2\pi h_2)^{-d/2} e^{-\lVert q_m - k_j\rVert^2/(2h_2)}
               = \log S_0(q_m) - \log N - \frac d2 \log(2\pi h_2)
 
-    The density of :func:`numerics.kernels.log_kde` (same normalisation), within ``tol`` (absolute).
+    The density of :func:`attneb.numerics.kernels.log_kde` (same normalisation), within ``tol`` (absolute).
 
     Parameters
     ----------
@@ -879,7 +879,7 @@ def resolve_backend(backend, n_queries, keys, h2, *, tol=1e-9, scale=None, targe
     Raises
     ------
     RuntimeError
-        For ``backend="gpu"`` where the GPU path cannot run (:func:`numerics.gpu.available`).
+        For ``backend="gpu"`` where the GPU path cannot run (:func:`attneb.numerics.gpu.available`).
     """
     backend = check_option(backend, "backend", BACKENDS)
     if backend == "gpu":

@@ -1,11 +1,11 @@
 """Sweeps on an existing ``dask.distributed`` cluster (optional extra ``dist``).
 
-:func:`numerics.sweep.run_sweep` executes its tasks through any
+:func:`attneb.numerics.sweep.run_sweep` executes its tasks through any
 :class:`concurrent.futures.Executor`; :func:`dask_executor` provides one backed by a
-``dask.distributed`` scheduler. The tasks (:func:`numerics.sweep.run_batch`, one batch of runs
+``dask.distributed`` scheduler. The tasks (:func:`attneb.numerics.sweep.run_batch`, one batch of runs
 each) execute on the cluster's workers; their rows come back to the client, which alone writes
 them to the SQLite store, one transaction per task as it arrives. So a sweep on a cluster has the
-same rows (up to :data:`numerics.sweep.VOLATILE_COLUMNS`), the same resumption and the same
+same rows (up to :data:`attneb.numerics.sweep.VOLATILE_COLUMNS`), the same resumption and the same
 store as a local one; the workers need ``attneb`` importable, not the store.
 """
 

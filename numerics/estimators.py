@@ -12,7 +12,7 @@ except :class:`OracleBayes`, which knows the prior.
 ``OracleBayes``        the Bayes posterior mean :math:`E[x\mid\tilde x]` under the true prior
 =====================  ==============================================================
 
-All follow the interface of :class:`numerics.base.Denoiser` (scikit-learn manners).
+All follow the interface of :class:`attneb.numerics.base.Denoiser` (scikit-learn manners).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ class TwoStageDenoiser(Denoiser):
 
     Stage 1 (``fit``) moves the noisy tokens by the particle flow
     :math:`\dot x_i = a_t(x_i) - x_i` of bandwidth ``h2`` to depth ``T``
-    (:func:`numerics.flow.particle_flow`). Stage 2 (``denoise``) attends from the
+    (:func:`attneb.numerics.flow.particle_flow`). Stage 2 (``denoise``) attends from the
     original noisy query over the refined tokens with the noise variance as bandwidth:
 
     .. math:: \hat x(\tilde x) = \sum_j \mathrm{softmax}_j\!\big(-\lVert\tilde x - x_j(T)\rVert^2
@@ -65,9 +65,9 @@ class TwoStageDenoiser(Denoiser):
     method : {"euler", "ode"}
         Stage-1 solver: the transformer's layers or the continuous-depth ODE.
     backend : {"auto", "exact", "binned", "gpu"}
-        Kernel sums of both stages: exact (:mod:`numerics.kernels`), on a grid
-        (:mod:`numerics.binned`), exact on a GPU (:mod:`numerics.gpu`) or, by default, the fastest
-        that applies (see :func:`numerics.flow.particle_flow`).
+        Kernel sums of both stages: exact (:mod:`attneb.numerics.kernels`), on a grid
+        (:mod:`attneb.numerics.binned`), exact on a GPU (:mod:`attneb.numerics.gpu`) or, by default, the fastest
+        that applies (see :func:`attneb.numerics.flow.particle_flow`).
     tol : float
         Tolerance of the binned path in (0, 1), relative to the largest coordinate range of the
         batch (Stage 1) or of the refined tokens (Stage 2).

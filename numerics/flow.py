@@ -15,12 +15,12 @@ Solvers (:data:`SOLVERS`, each with its declared order):
 * ``"ode"`` -- the continuous-depth limit through :func:`scipy.integrate.solve_ivp`
   (DOP853, order 8), the reference the layers converge to.
 
-Kernel sums (``backend``): ``"exact"`` (:mod:`numerics.kernels`), ``"binned"``
-(:mod:`numerics.binned`: grid and FFT, every velocity coordinate within ``tol * scale`` of the
+Kernel sums (``backend``): ``"exact"`` (:mod:`attneb.numerics.kernels`), ``"binned"``
+(:mod:`attneb.numerics.binned`: grid and FFT, every velocity coordinate within ``tol * scale`` of the
 exact one, ``scale`` the largest coordinate range of the tokens at depth 0), ``"gpu"`` (the exact
-sums on a GPU, :mod:`numerics.gpu`, float64) or ``"auto"``, the default: binned where the grid's
+sums on a GPU, :mod:`attneb.numerics.gpu`, float64) or ``"auto"``, the default: binned where the grid's
 bound holds and it is the cheaper path, else the GPU where one is present and the sums are large
-enough, else exact (:func:`numerics.binned.resolve_backend`). The path is chosen once, from the
+enough, else exact (:func:`attneb.numerics.binned.resolve_backend`). The path is chosen once, from the
 tokens at depth 0. A flow of many layers over many tokens shows a progress bar on a terminal.
 """
 
@@ -154,7 +154,7 @@ def energy(points, tokens, h2, *, budget_bytes=kernels.DEFAULT_BUDGET_BYTES, bac
 
 
 def leading_horizon(sigma2, h2) -> float:
-    r"""Leading-order depth-noise relation :math:`T^* = \sigma^2 / (2 h_2)` (claim C6; derived in ``theory.depth_noise``)."""
+    r"""Leading-order depth-noise relation :math:`T^* = \sigma^2 / (2 h_2)` (claim C6; derived in ``attneb.theory.depth_noise``)."""
     return check_positive(sigma2, "sigma2") / (2.0 * check_positive(h2, "h2"))
 
 

@@ -1,6 +1,6 @@
 r"""Exact Gaussian-kernel sums on a GPU: fused Triton kernels, O(N) memory.
 
-The same sums as :mod:`numerics.kernels` (queries :math:`q_m`, keys :math:`k_j`, logits
+The same sums as :mod:`attneb.numerics.kernels` (queries :math:`q_m`, keys :math:`k_j`, logits
 :math:`\ell_{mj} = -\lVert q_m - k_j\rVert^2/(2h_2)`):
 
 * :func:`kernel_logsumexp`: :math:`\log \sum_j e^{\ell_{mj}}`,

@@ -44,7 +44,7 @@ Implementations (:func:`set_accelerator`, or the environment variable ``ATTNEB_A
   per tile one matrix product for the logits, the clipping and the exponentials in place,
   and one matrix product ``W @ [1, k]`` for the sum of the weights and the weighted sum of
   the keys together.
-* ``"numba"`` (optional dependency, extra ``fast``): the kernels of :mod:`numerics._accel`,
+* ``"numba"`` (optional dependency, extra ``fast``): the kernels of :mod:`attneb.numerics._accel`,
   which fuse logits, clipping, exponentials and sums over tiles of 512 keys, with a
   vectorised exponential (within 1 ulp); they agree with the numpy path to about 1e-13
   relative (the logits are rounded in a different order). A kernel compiled in one process
@@ -66,7 +66,7 @@ returns its sums, and the tasks' sums are added in the order of the block rows.
 
 The work is spread over a pool of threads (:func:`set_num_threads`; numpy's exponential,
 BLAS and the numba kernels release the GIL), with BLAS limited to one thread
-(:func:`numerics.base.single_blas_thread`) since its products have an inner dimension of
+(:func:`attneb.numerics.base.single_blas_thread`) since its products have an inner dimension of
 only ``d + 2``. How the work is cut (the tiles, the tasks, the order of the sums) depends on
 ``budget_bytes`` and the shapes only, never on the number of threads, so neither do the
 results. The temporaries never exceed ``budget_bytes`` (fewer tasks run at once when it is
@@ -138,7 +138,7 @@ _executor: ThreadPoolExecutor | None = None
 
 
 def _numba_kernels():
-    """The :mod:`numerics._accel` module, or ``None`` when numba cannot be imported."""
+    """The :mod:`attneb.numerics._accel` module, or ``None`` when numba cannot be imported."""
     try:
         from . import _accel
     except ImportError:
@@ -175,7 +175,7 @@ def get_accelerator() -> str:
 
 
 def _accelerator_for(d: int):
-    """The :mod:`numerics._accel` module if its kernels compute the sums in dimension ``d``, else ``None``."""
+    """The :mod:`attneb.numerics._accel` module if its kernels compute the sums in dimension ``d``, else ``None``."""
     if _accelerator == "numpy" or (_accelerator == "auto" and d > _AUTO_NUMBA_MAX_DIM):
         return None
     accel = _numba_kernels()

@@ -1,6 +1,6 @@
 r"""Particle measurements of mean-field quantities: variance horizons and mode growth.
 
-These run the Stage-1 flow (:func:`numerics.flow.particle_flow`) on prepared token
+These run the Stage-1 flow (:func:`attneb.numerics.flow.particle_flow`) on prepared token
 sets and measure what the mean-field analysis predicts, so that ``proofs_check``
 can compare measurement and derivation:
 
@@ -52,7 +52,7 @@ class VarianceHorizon:
     fractional_layers : float
         The crossing as a layer index interpolated linearly in ``log`` variance,
         :math:`L - 1 + (\log s_{L-1} - \log s_\star)/(\log s_{L-1} - \log s_L)` (the rule of
-        :func:`theory.depth_noise.gaussian_layers_fractional`).
+        :func:`attneb.theory.depth_noise.gaussian_layers_fractional`).
     """
 
     depth: float
@@ -108,7 +108,7 @@ def variance_horizon(x0, h2, target, *, eta=0.01, max_layers=100_000, backend="a
     r"""Run Euler layers of step ``eta`` until the token variance falls to ``target``.
 
     Each layer is :math:`x_i \leftarrow x_i + \eta\,(a(x_i) - x_i)` over all tokens (the layers of
-    :func:`numerics.flow.particle_flow`). The variance is the per-coordinate sample variance
+    :func:`attneb.numerics.flow.particle_flow`). The variance is the per-coordinate sample variance
     averaged over coordinates, :math:`s = \frac1d \sum_c \widehat{\mathrm{Var}}(x_{\cdot c})`.
 
     Parameters
@@ -124,7 +124,7 @@ def variance_horizon(x0, h2, target, *, eta=0.01, max_layers=100_000, backend="a
     max_layers : int
         Give up (``RuntimeError``) after this many layers.
     backend, tol : str, float
-        Kernel path and its tolerance (:func:`numerics.flow.particle_flow`), chosen once from ``x0``.
+        Kernel path and its tolerance (:func:`attneb.numerics.flow.particle_flow`), chosen once from ``x0``.
 
     Returns
     -------
@@ -180,7 +180,7 @@ def variance_horizon_ode(x0, h2, target, *, rtol=1e-6, atol=1e-8, max_depth=1000
     max_depth : float
         Give up (``RuntimeError``) if the variance is still above ``target`` at this depth, > 0.
     backend, tol : str, float
-        Kernel path and its tolerance (:func:`numerics.flow.particle_flow`), chosen once from ``x0``.
+        Kernel path and its tolerance (:func:`attneb.numerics.flow.particle_flow`), chosen once from ``x0``.
 
     Returns
     -------
@@ -410,7 +410,7 @@ def token_trajectory(
     r"""Run ``layers`` Euler layers of step ``eta`` and sample the tokens every ``every`` layers.
 
     Each layer is :math:`x \leftarrow x + \eta\,(a(x) - x)`, the layers of
-    :func:`numerics.flow.particle_flow` with step exactly ``eta`` (kernel path chosen once, from
+    :func:`attneb.numerics.flow.particle_flow` with step exactly ``eta`` (kernel path chosen once, from
     ``x0``). At every sample the pooled variance and, for 1-D tokens and non-empty ``k``,
     :func:`structure_factor` are recorded; ``stop`` may end the run early.
 
@@ -431,7 +431,7 @@ def token_trajectory(
     keep : iterable of int
         Layer indices whose tokens are returned in ``tokens``.
     backend, tol : str, float
-        Kernel path of the layers and its tolerance (see :func:`numerics.flow.particle_flow`).
+        Kernel path of the layers and its tolerance (see :func:`attneb.numerics.flow.particle_flow`).
     stop : callable, optional
         ``stop(depth, variance, structure) -> bool``, called at every sample (``structure`` the row
         of the structure factor, empty without ``k``): the trajectory ends at the first sample where
@@ -472,7 +472,7 @@ def token_trajectory(
 class _LayerField:
     """The Stage-1 velocity :math:`a(x_i) - x_i` with its kernel path chosen once, from ``x0``.
 
-    As in :func:`numerics.flow.particle_flow`, the path (``backend``) is resolved and the binned grid
+    As in :func:`attneb.numerics.flow.particle_flow`, the path (``backend``) is resolved and the binned grid
     planned from the tokens at depth 0, once, not at every layer or ODE evaluation; the tokens are
     kept in the grid order of ``x0`` (:meth:`arrange`, undone by :meth:`restore`) so that the grid
     accesses stay local. One difference: the length the binned tolerance is relative to is the

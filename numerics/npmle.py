@@ -75,7 +75,7 @@ class NPMLE(Denoiser):
     .. math:: \hat x(\tilde x) = \sum_k \mathrm{softmax}_k\!\big(\log \hat w_k
               - \lVert\tilde x - a_k\rVert^2/(2\sigma^2)\big)\, a_k,
 
-    computed by :meth:`numerics.priors.Discrete.posterior_mean` (log-sum-exp).
+    computed by :meth:`attneb.numerics.priors.Discrete.posterior_mean` (log-sum-exp).
 
     **Optimiser: sequential quadratic programming (SQP) interleaved with EM**, on the
     equivalent problem :math:`\max_{w \ge 0}\ \ell(w) - \mathbf 1^\top w`, whose maximiser lies on

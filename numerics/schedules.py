@@ -184,7 +184,7 @@ def annealed_flow(noisy, sigma2, n_layers, ratio, *, backend="auto", tol=1e-9,
     with :math:`(h_l, \eta_l)` of :func:`annealed_schedule`: the oracle's layers
     (:func:`oracle_reverse_flow`) with the posterior mean replaced by Tweedie's formula on the
     kernel score of the current tokens, :math:`x + (s_l/h_l)(a_{h_l}(x) - x)`. With one layer it is
-    :class:`numerics.estimators.TweedieKDE` of bandwidth ``ratio * sigma2`` applied to the batch
+    :class:`attneb.numerics.estimators.TweedieKDE` of bandwidth ``ratio * sigma2`` applied to the batch
     itself.
 
     Parameters
@@ -198,7 +198,7 @@ def annealed_flow(noisy, sigma2, n_layers, ratio, *, backend="auto", tol=1e-9,
     ratio : float
         :math:`c = h_l / s_l`, > 0.
     backend, tol, budget_bytes
-        Kernel path of every layer, as in :func:`numerics.flow.velocity`, chosen per layer. On the
+        Kernel path of every layer, as in :func:`attneb.numerics.flow.velocity`, chosen per layer. On the
         binned path the kernel mean of layer ``l`` is within ``tol * R * sqrt(h_l)`` of the exact
         one, ``R`` the largest power of 2 not above ``max(r_0, sqrt(h_0)) / sqrt(h_0)``, ``r_0``
         the largest coordinate range of ``noisy``: at most ``tol * max(r_0, sqrt(h_0))``, tighter

@@ -1,6 +1,6 @@
 r"""The two-stage attention-only transformer with free parameters, trained by Adam in numpy.
 
-The network is that of :class:`numerics.transformer.TwoStageTransformer`. Stage 1 is ``L``
+The network is that of :class:`attneb.numerics.transformer.TwoStageTransformer`. Stage 1 is ``L``
 residual self-attention layers, every token attending to all tokens of its own context
 (itself included), the keys being the tokens before the update:
 
@@ -302,7 +302,7 @@ def loss_and_gradient(params, noisy, clean):
     .. math:: \mathcal L = \frac{1}{B n d}\sum_{b, i} \lVert \hat x_{b i} - x_{b i}\rVert^2
 
     (the mean squared error per coordinate over all tokens of all contexts, comparable with
-    :meth:`numerics.priors.Prior.mmse`). The backward pass goes through both the query and the key
+    :meth:`attneb.numerics.priors.Prior.mmse`). The backward pass goes through both the query and the key
     (and value) dependence of every Stage-1 head, the residual steps and the long skip; see
     ``_attend_backward`` for the formulas of one head.
 

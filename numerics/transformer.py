@@ -1,8 +1,8 @@
 r"""The two-stage denoiser written as an attention-only transformer.
 
 This module spells out the network of the paper with explicit weight matrices,
-so that tests can show it computes exactly what :mod:`numerics.kernels` and
-:mod:`numerics.flow` compute in kernel form.
+so that tests can show it computes exactly what :mod:`attneb.numerics.kernels` and
+:mod:`attneb.numerics.flow` compute in kernel form.
 
 * :class:`AttentionHead`: :math:`\mathrm{softmax}(Q K^\top + b)\, V` with
   :math:`Q = X_q W_Q^\top`, :math:`K = X W_K^\top`, :math:`V = X W_V^\top` and the

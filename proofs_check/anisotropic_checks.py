@@ -5,17 +5,17 @@ noise :math:`\sigma^2 = 1`, so the directions have their own horizons
 :math:`T_G(\tau_k^2) = T^* + (0.80, 0.20)` and no single depth is exact. Per seed, ``N`` noisy tokens
 standardised to sample mean 0 and sample variance :math:`\tau_k^2 + \sigma^2` in each direction (so
 that the comparison is conditional on the starting variances, as in G1) flow by the depth ODE
-(:func:`numerics.flow.particle_flow`, DOP853, binned kernel sums), recorded on a grid of depths
+(:func:`attneb.numerics.flow.particle_flow`, DOP853, binned kernel sums), recorded on a grid of depths
 around the per-direction horizons. At every recorded depth the tokens' variance in each direction is
 measured, and Stage 2 (attention of bandwidth :math:`\sigma^2` over the refined tokens,
-:func:`numerics.binned.kernel_mean`) denoises fresh noisy queries drawn from the prior; its excess
+:func:`attneb.numerics.binned.kernel_mean`) denoises fresh noisy queries drawn from the prior; its excess
 risk over Bayes is measured as the gap :math:`\frac1M\sum_i \lVert\hat x(\tilde x_i) - E[x\mid\tilde x_i]\rVert^2`
 (summed over directions: equal in expectation to the MSE minus the MMSE, with far less Monte Carlo
-noise), with the Bayes rule of each direction from :class:`numerics.priors.Gaussian`.
+noise), with the Bayes rule of each direction from :class:`attneb.numerics.priors.Gaussian`.
 
 The predictions are read at call time from :mod:`theory` (``anisotropic.variances_at_depth``,
 ``anisotropic.excess_at_depth``, ``depth_noise.anisotropic_depth``), so that a wrong theory swapped
-in by :mod:`proofs_check.power` reaches the decision; the measurement is cached per replicate and
+in by :mod:`attneb.proofs_check.power` reaches the decision; the measurement is cached per replicate and
 reused. The pass criterion is registered with the check and was fixed before its seeds ran (its
 tolerances from pilot runs on seeds 1000 and up, which the check never uses). What the pilots found beyond
 the check's range: at h2 = 0.1 (N_c = 1600) the tokens leave mean field even at N = 65536 (direction 1's
@@ -36,9 +36,9 @@ import math
 import numpy as np
 from scipy import integrate, optimize
 
-from numerics import binned, flow, meanfield, stats
-from numerics.priors import Gaussian
-from theory import anisotropic, depth_noise
+from attneb.numerics import binned, flow, meanfield, stats
+from attneb.numerics.priors import Gaussian
+from attneb.theory import anisotropic, depth_noise
 
 from . import claims as _claims  # noqa: F401  (registers the claims these checks attach to)
 from .registry import Context, Evidence, alternative, check, swap
@@ -242,26 +242,26 @@ def _one_variance(real):
        alternatives=[
            alternative("best depth T* (leading order)",
                        "the best depth is T* = sigma2/(2 h2), as for any prior at h2 -> 0",
-                       swap("theory.depth_noise:anisotropic_depth",
+                       swap("attneb.theory.depth_noise:anisotropic_depth",
                             _depth_at(lambda tau2s, sigma2, h2: sigma2 / (2 * h2)))),
            alternative("best depth T_G of the mean tau2", "the best depth is the horizon of the mean prior variance",
-                       swap("theory.depth_noise:anisotropic_depth",
+                       swap("attneb.theory.depth_noise:anisotropic_depth",
                             _depth_at(lambda tau2s, sigma2, h2: depth_noise.gaussian_horizon(
                                 sigma2, sum(tau2s) / len(tau2s), h2)))),
            alternative("best depth = the largest horizon", "Stage 1 runs until the slowest direction is back at its "
                        "prior variance (max_k T_G(tau2_k))",
-                       swap("theory.depth_noise:anisotropic_depth",
+                       swap("attneb.theory.depth_noise:anisotropic_depth",
                             _depth_at(lambda tau2s, sigma2, h2: max(depth_noise.gaussian_horizon(sigma2, tau2, h2)
                                                                     for tau2 in tau2s)))),
            alternative("best depth T* + c* (small-h2 expansion)", "the leading-order best depth of the derivation, "
                        "T* + sum_k w_k c_k / sum_k w_k, w_k = (tau2_k + sigma2)^-3, c_k = log(1 + sigma2/tau2_k)/2",
-                       swap("theory.depth_noise:anisotropic_depth", _leading_order_depth)),
+                       swap("attneb.theory.depth_noise:anisotropic_depth", _leading_order_depth)),
            alternative("excess x 1.3", "the excess curve 1.3 times theory's (anisotropic_depth reads it, so its "
                        "excess at the best depth too)",
-                       swap("theory.anisotropic:excess_at_depth", _scaled_excess(1.3))),
+                       swap("attneb.theory.anisotropic:excess_at_depth", _scaled_excess(1.3))),
            alternative("one variance for all directions", "every direction follows the variance flow of the mean "
                        "prior variance (an isotropic Stage 1)",
-                       swap("theory.anisotropic:variances_at_depth", _one_variance)),
+                       swap("attneb.theory.anisotropic:variances_at_depth", _one_variance)),
        ])
 def anisotropic_particles(ctx: Context) -> Evidence:
     measured = measure(ctx)
@@ -382,14 +382,14 @@ def evaluator_residuals(route: list[dict]) -> dict:
        alternatives=[
            alternative("best depth T* + c* (small-h2 expansion)", "the leading-order best depth of the derivation, "
                        "T* + sum_k w_k c_k / sum_k w_k, w_k = (tau2_k + sigma2)^-3, c_k = log(1 + sigma2/tau2_k)/2",
-                       swap("theory.depth_noise:anisotropic_depth", _leading_order_depth)),
+                       swap("attneb.theory.depth_noise:anisotropic_depth", _leading_order_depth)),
            alternative("best depth = mean of the horizons", "the best depth is the mean of the per-direction horizons",
-                       swap("theory.depth_noise:anisotropic_depth",
+                       swap("attneb.theory.depth_noise:anisotropic_depth",
                             _depth_at(lambda tau2s, sigma2, h2: sum(depth_noise.gaussian_horizon(sigma2, tau2, h2)
                                                                     for tau2 in tau2s) / len(tau2s)))),
        ],
-       covers=("theory.depth_noise:anisotropic_depth", "theory.anisotropic:excess_at_depth",
-               "theory.anisotropic:variances_at_depth"))
+       covers=("attneb.theory.depth_noise:anisotropic_depth", "attneb.theory.anisotropic:excess_at_depth",
+               "attneb.theory.anisotropic:variances_at_depth"))
 def anisotropic_evaluators(ctx: Context) -> Evidence:
     residuals = evaluator_residuals(numeric_route(ctx))
     worst = max(residuals.values())

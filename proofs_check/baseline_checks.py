@@ -3,21 +3,21 @@
 The estimator table compares the two-stage denoiser with three empirical-Bayes baselines. Each
 is checked here against its own definition, computed independently of its implementation:
 
-* **NPMLE** (Kiefer-Wolfowitz, :class:`numerics.npmle.NPMLE`): on its own atoms, its weights must
+* **NPMLE** (Kiefer-Wolfowitz, :class:`attneb.numerics.npmle.NPMLE`): on its own atoms, its weights must
   give a likelihood at least as high as a plain EM run from the uniform prior, satisfy the
   optimality condition ``max_k g_k <= 1 + tol`` (which bounds the distance to the maximum), and its
   reported ``loglik_`` must be the log-likelihood of those weights; its denoiser must be the Bayes
   posterior mean under the prior of its fitted atoms.
-* **Tweedie-KDE** (:class:`numerics.estimators.TweedieKDE`): ``xt + sigma2 grad log KDE_h2(xt)``,
-  the gradient taken by central finite differences of :func:`numerics.kernels.log_kde` (never
+* **Tweedie-KDE** (:class:`attneb.numerics.estimators.TweedieKDE`): ``xt + sigma2 grad log KDE_h2(xt)``,
+  the gradient taken by central finite differences of :func:`attneb.numerics.kernels.log_kde` (never
   through ``kde_score``), on the exact and on the binned kernel path.
-* **Linear shrinkage** (:class:`numerics.estimators.LinearShrinkage`): the Bayes posterior mean
+* **Linear shrinkage** (:class:`attneb.numerics.estimators.LinearShrinkage`): the Bayes posterior mean
   under the Gaussian prior with the batch's mean and covariance less the noise (clipped at 0).
 
 Every check is deterministic (fixed seeds), takes well under a second or two, and names the
 wrong implementations it must reject; each covered function is also tested with a 1% error in
 its output (``covers``). All of them call the estimators through ``denoise`` (the attribute
-:class:`numerics.base.Denoiser` defines and the sweeps call), so that a swap of it is seen.
+:class:`attneb.numerics.base.Denoiser` defines and the sweeps call), so that a swap of it is seen.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ import warnings
 import numpy as np
 from scipy import special
 
-from numerics import experiments, kernels, npmle, priors
-from numerics import estimators as _estimators
+from attneb.numerics import experiments, kernels, npmle, priors
+from attneb.numerics import estimators as _estimators
 
 from . import claims as _claims  # noqa: F401  (registers the claims these checks attach to)
 from .registry import Context, Evidence, alternative, check, swap
@@ -77,7 +77,7 @@ def mean_loglik(log_lik: np.ndarray, weights: np.ndarray) -> float:
 
 def optimality_gap(log_lik: np.ndarray, weights: np.ndarray) -> float:
     """``max_k g_k(w) - 1`` with ``g_k = (1/N) sum_i phi_ik / sum_j w_j phi_ij``: an upper bound of
-    ``l(w*) - l(w)`` over the simplex on these atoms (concavity; see :class:`numerics.npmle.NPMLE`)."""
+    ``l(w*) - l(w)`` over the simplex on these atoms (concavity; see :class:`attneb.numerics.npmle.NPMLE`)."""
     with np.errstate(divide="ignore"):
         log_w = np.log(weights)
     log_mix = special.logsumexp(log_lik + log_w, axis=1)
@@ -144,13 +144,13 @@ def npmle_cases():
     replication="none",
     alternatives=[
         alternative("optimiser stops after 50 EM steps", "npmle._maximise replaced by 50 plain EM steps from uniform",
-                    swap("numerics.npmle:_maximise", lambda real: _em_only), kind="implementation"),
+                    swap("attneb.numerics.npmle:_maximise", lambda real: _em_only), kind="implementation"),
         alternative("denoiser ignores the weights", "NPMLE._denoise uses the uniform prior on all its atoms",
-                    swap("numerics.npmle:NPMLE._denoise", lambda real: _uniform_on_atoms), kind="implementation"),
+                    swap("attneb.numerics.npmle:NPMLE._denoise", lambda real: _uniform_on_atoms), kind="implementation"),
         alternative("denoiser with noise variance 2 sigma2", "NPMLE._denoise takes the posterior mean at 2 sigma2",
-                    swap("numerics.npmle:NPMLE._denoise", lambda real: _doubled_noise), kind="implementation"),
+                    swap("attneb.numerics.npmle:NPMLE._denoise", lambda real: _doubled_noise), kind="implementation"),
     ],
-    covers=("numerics.npmle:_evaluate", "numerics.npmle:NPMLE.denoise", "numerics.priors:Discrete.posterior_mean"),
+    covers=("attneb.numerics.npmle:_evaluate", "attneb.numerics.npmle:NPMLE.denoise", "attneb.numerics.priors:Discrete.posterior_mean"),
 )
 def npmle_is_the_npmle(ctx: Context) -> Evidence:
     results, passed = {}, True
@@ -192,7 +192,7 @@ def npmle_is_the_npmle(ctx: Context) -> Evidence:
 
 
 def finite_difference_score(queries: np.ndarray, keys: np.ndarray, h2: float, step: float = FD_STEP) -> np.ndarray:
-    """``grad log KDE_h2`` by central differences of :func:`numerics.kernels.log_kde`, one coordinate at a time."""
+    """``grad log KDE_h2`` by central differences of :func:`attneb.numerics.kernels.log_kde`, one coordinate at a time."""
     score = np.empty_like(queries)
     for j in range(queries.shape[1]):
         shift = np.zeros(queries.shape[1])
@@ -220,13 +220,13 @@ def _score_of_double_bandwidth(self, queries):
     replication="none",
     alternatives=[
         alternative("one attention step, no extrapolation", "TweedieKDE._denoise returns xt + h2 * score (the kernel mean)",
-                    swap("numerics.estimators:TweedieKDE._denoise", lambda real: _without_extrapolation),
+                    swap("attneb.numerics.estimators:TweedieKDE._denoise", lambda real: _without_extrapolation),
                     kind="implementation"),
         alternative("score of bandwidth 2 h2", "TweedieKDE._denoise uses the KDE score at 2 h2",
-                    swap("numerics.estimators:TweedieKDE._denoise", lambda real: _score_of_double_bandwidth),
+                    swap("attneb.numerics.estimators:TweedieKDE._denoise", lambda real: _score_of_double_bandwidth),
                     kind="implementation"),
     ],
-    covers=("numerics.estimators:TweedieKDE.denoise", "numerics.kernels:kde_score", "numerics.binned:kde_score"),
+    covers=("attneb.numerics.estimators:TweedieKDE.denoise", "attneb.numerics.kernels:kde_score", "attneb.numerics.binned:kde_score"),
 )
 def tweedie_kde_is_tweedie(ctx: Context) -> Evidence:
     results, passed = {}, True
@@ -255,7 +255,7 @@ def tweedie_kde_is_tweedie(ctx: Context) -> Evidence:
 def gaussian_moment_posterior_mean(queries: np.ndarray, noisy: np.ndarray, sigma2: float) -> np.ndarray:
     """Posterior mean under ``N(mean, (S - sigma2 I)_+)``, S the batch covariance (``ddof=1``), by a linear solve.
 
-    In 1-D through :class:`numerics.priors.Gaussian` (a point mass at the mean when ``S <= sigma2``).
+    In 1-D through :class:`attneb.numerics.priors.Gaussian` (a point mass at the mean when ``S <= sigma2``).
     """
     mean = noisy.mean(axis=0)
     centred = noisy - mean
@@ -303,13 +303,13 @@ def linear_cases():
     replication="none",
     alternatives=[
         alternative("no positive part", "LinearShrinkage._fit keeps the negative gains 1 - sigma2/lambda < 0",
-                    swap("numerics.estimators:LinearShrinkage._fit", lambda real: _no_positive_part),
+                    swap("attneb.numerics.estimators:LinearShrinkage._fit", lambda real: _no_positive_part),
                     kind="implementation"),
         alternative("shrinks towards 0, not the batch mean", "LinearShrinkage._denoise returns gain (xt)",
-                    swap("numerics.estimators:LinearShrinkage._denoise", lambda real: _towards_zero),
+                    swap("attneb.numerics.estimators:LinearShrinkage._denoise", lambda real: _towards_zero),
                     kind="implementation"),
     ],
-    covers=("numerics.estimators:LinearShrinkage.denoise",),
+    covers=("attneb.numerics.estimators:LinearShrinkage.denoise",),
 )
 def linear_is_gaussian_posterior_mean(ctx: Context) -> Evidence:
     results = {}

@@ -1,7 +1,7 @@
 r"""The step :math:`\eta = 1`: Stage 1 as Gaussian blurring mean shift, against the exact layer map (G2).
 
 At :math:`\eta = 1` a residual layer replaces every token by its kernel mean. For a Gaussian prior
-the exact one-layer map of :mod:`theory.gaussian` then sends the standard deviation to
+the exact one-layer map of :mod:`attneb.theory.gaussian` then sends the standard deviation to
 :math:`\varsigma^3/(\varsigma^2 + h_2)` (a step of that derivation): about :math:`1 - h_2/\varsigma^2`
 per layer while :math:`\varsigma^2 \gg h_2`, cubically once :math:`\varsigma^2 \ll h_2`. Particles
 (``N = 65536`` tokens of a 1-D Gaussian prior plus noise, several seeds, in the mean-field regime
@@ -22,11 +22,11 @@ import math
 
 import numpy as np
 
-from numerics import meanfield, stats
-from numerics.estimators import TwoStageDenoiser
-from numerics.experiments import draw_batch
-from numerics.priors import Gaussian
-from theory import depth_noise
+from attneb.numerics import meanfield, stats
+from attneb.numerics.estimators import TwoStageDenoiser
+from attneb.numerics.experiments import draw_batch
+from attneb.numerics.priors import Gaussian
+from attneb.theory import depth_noise
 
 from . import claims as _claims  # noqa: F401  (registers the claims these checks attach to)
 from .registry import Context, Evidence, alternative, check, swap
@@ -152,11 +152,11 @@ def _ode_over_one_layer(real):
        replication="seeds",
        alternatives=[
            alternative("variance (not sd) maps cubically", "s -> s^3/(s^2 + h2) for the variance s",
-                       swap("proofs_check.blurring_checks:blurring_ratio", _variance_maps_cubically)),
+                       swap("attneb.proofs_check.blurring_checks:blurring_ratio", _variance_maps_cubically)),
            alternative("continuous depth per layer", "each layer is the depth ODE over depth 1",
-                       swap("proofs_check.blurring_checks:blurring_ratio", _ode_over_one_layer)),
+                       swap("attneb.proofs_check.blurring_checks:blurring_ratio", _ode_over_one_layer)),
            alternative("layers = ceil(T_G)", "the layer count of step 1 is ceil(T_G)",
-                       swap("theory.depth_noise:gaussian_layers", lambda real: lambda s2, t2, h2, eta: math.ceil(
+                       swap("attneb.theory.depth_noise:gaussian_layers", lambda real: lambda s2, t2, h2, eta: math.ceil(
                            depth_noise.gaussian_horizon(s2, t2, h2) / eta))),
        ],
        note="the layers needed and the gap to Bayes beside it are reported, not decided on")

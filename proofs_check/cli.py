@@ -1,4 +1,4 @@
-"""The ``attneb`` command line: a thin layer over :mod:`proofs_check.runner`."""
+"""The ``attneb`` command line: a thin layer over :mod:`attneb.proofs_check.runner`."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import os
 import sys
 import time
 from pathlib import Path
+
+import attneb
 
 __all__ = ["EXIT_CLOSED_PIPE", "main", "run_command"]
 
@@ -71,8 +73,7 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _derive(args: argparse.Namespace) -> int:
-    import theory
-
+    from attneb import theory
     if args.name is None:
         print("derivations (building and checking each; sympy takes a few seconds apiece):", flush=True)
         for name in theory.list_derivations():
@@ -94,7 +95,7 @@ def _derive(args: argparse.Namespace) -> int:
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    from numerics.sweep import sweep_file
+    from attneb.numerics.sweep import sweep_file
 
     try:
         summary = sweep_file(args.config, args.store, workers=args.workers, csv_path=args.csv,
@@ -128,6 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Verify 'Attention as In-Context Empirical Bayes' (arXiv:2605.29351): "
         "each claim of the paper against symbolic and numeric evidence.",
     )
+    parser.add_argument("--version", action="version", version=f"attneb {attneb.__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     verify = sub.add_parser(
         "verify",
@@ -177,7 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def add_verify_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of ``attneb verify`` (also those of ``python -m proofs_check``)."""
+    """Options of ``attneb verify``."""
     parser.add_argument("--quick", action="store_true", help="smaller problems (about 4 minutes on 2 cores); still real checks")
     parser.add_argument("--out", default="attneb-report", help="report folder (default: ./attneb-report)")
     parser.add_argument("--only", nargs="+", metavar="ID", help="run only these claim ids (e.g. C1 C3)")
@@ -234,7 +236,3 @@ def run_command(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``attneb`` console script; returns the exit status."""
     return run_command(build_parser().parse_args(argv))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

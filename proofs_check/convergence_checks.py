@@ -1,20 +1,20 @@
 """Risk experiments as evidence: E1 (recovery, C8), E2 (depth-noise relation, C6), E4 (the estimator
 table, C9) and E5 (the clean-context special case, G3).
 
-Each experiment is a set of declarative sweeps (:mod:`numerics.sweep`) whose rows land in the
+Each experiment is a set of declarative sweeps (:mod:`attneb.numerics.sweep`) whose rows land in the
 report folder's SQLite store as they finish, so an interrupted ``attneb verify`` resumes where it
 stopped, and ``attneb plot NAME --store PATH`` redraws the figure from the rows
-(:mod:`proofs_check.studies`). Every run records its risks in-sample (the batch denoised with
+(:mod:`attneb.proofs_check.studies`). Every run records its risks in-sample (the batch denoised with
 itself as context) and out-of-sample (``oos_*``: fresh noisy tokens, the paper's query).
 
 Every pass criterion is registered with its check (``criterion=``) and fixed before the run. The
 checks are subsampled (``replication="subsample"``): a sweep simulates the pool of seeds
-:meth:`~proofs_check.registry.Context.pool_seeds` and each decision, like each figure, uses only
-the rows of its own seeds (:meth:`~proofs_check.registry.Context.subsample_seeds`), so that a
+:meth:`~attneb.proofs_check.registry.Context.pool_seeds` and each decision, like each figure, uses only
+the rows of its own seeds (:meth:`~attneb.proofs_check.registry.Context.subsample_seeds`), so that a
 power analysis can decide again and again on subsets of one stored pool. Predictions are read
 from :mod:`theory` at call time and the stored measurements reach each decision through a small
 module-level function (``*_data``), so that a registered wrong theory, or wrong data, can be
-swapped in (:mod:`proofs_check.power`).
+swapped in (:mod:`attneb.proofs_check.power`).
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from pathlib import Path
 import numpy as np
 from scipy import stats as sstats
 
-from numerics import stats
-from numerics.sweep import ResultStore
-from theory import depth_noise, stability
+from attneb.numerics import stats
+from attneb.numerics.sweep import ResultStore
+from attneb.theory import depth_noise, stability
 
 from . import claims as _claims  # noqa: F401  (registers the claims these checks attach to)
 from . import figures
@@ -135,7 +135,7 @@ def depth_grid(tau2: float, h2: float) -> list[float]:
 
     The grid is a design choice (where to look: the measured minimisers and the parabola windows
     around them, sized by a pilot); the decisions read their predictions from
-    :mod:`theory.depth_noise` at call time, never from here.
+    :mod:`attneb.theory.depth_noise` at call time, never from here.
     """
     lead = SIGMA2 / (2 * h2)
     centre = round(0.5 * math.log1p(SIGMA2 / tau2) / DEPTH_STEP)
@@ -465,10 +465,10 @@ _E1_NOTE = ("N from 256 up to 131072 for the 1-D priors, to 2048 quick / 4096 fu
 #: The wrong theories of the E1 slope checks (the per-seed check and the superseded pooled one).
 _E1_SLOPE_ALTERNATIVES = [
     alternative("no Stage 1 (depth unnecessary)", "two-stage rows replaced by the Stage-2-alone rows",
-                swap("proofs_check.convergence_checks:recovery_data", lambda real: _two_stage_is_l0), kind="data"),
+                swap("attneb.proofs_check.convergence_checks:recovery_data", lambda real: _two_stage_is_l0), kind="data"),
     alternative("gap with a floor of 3% of the Bayes risk",
                 "every two-stage gap (in-sample and fresh queries) plus 0.03 x MMSE",
-                swap("proofs_check.convergence_checks:recovery_data", lambda real: _with_floor), kind="data"),
+                swap("attneb.proofs_check.convergence_checks:recovery_data", lambda real: _with_floor), kind="data"),
 ]
 
 
@@ -563,13 +563,13 @@ EARLY_POINTS, EARLY_NS = 3, 2
     replication="subsample",
     alternatives=[
         alternative("no Stage 1 (depth unnecessary)", "two-stage rows replaced by the Stage-2-alone rows",
-                    swap("proofs_check.convergence_checks:recovery_data", lambda real: _two_stage_is_l0), kind="data"),
-        alternative("N_c x 4", "theory.stability.token_scaling multiplied by 4",
-                    swap("theory.stability:token_scaling", _scaled_token_scaling(4.0)), kind="theory"),
-        alternative("N_c / 4", "theory.stability.token_scaling divided by 4",
-                    swap("theory.stability:token_scaling", _scaled_token_scaling(0.25)), kind="theory"),
+                    swap("attneb.proofs_check.convergence_checks:recovery_data", lambda real: _two_stage_is_l0), kind="data"),
+        alternative("N_c x 4", "attneb.theory.stability.token_scaling multiplied by 4",
+                    swap("attneb.theory.stability:token_scaling", _scaled_token_scaling(4.0)), kind="theory"),
+        alternative("N_c / 4", "attneb.theory.stability.token_scaling divided by 4",
+                    swap("attneb.theory.stability:token_scaling", _scaled_token_scaling(0.25)), kind="theory"),
         alternative("rate 1/e: N_c = exp(sigma2/(e h2))", "token_scaling = exp(sigma2/(e h2)), the square root of S1's",
-                    swap("theory.stability:token_scaling", _token_scaling_at_rate(1 / math.e)), kind="theory"),
+                    swap("attneb.theory.stability:token_scaling", _token_scaling_at_rate(1 / math.e)), kind="theory"),
     ],
     note="a prior with fewer than 3 points (or 2 distinct N) at N >= 10 N_c has no early slope: the check then fails "
     "(it raised before). What it cannot tell apart, on the stored quick and full runs (seeds 0-3 / 0-5): an N_c "
@@ -681,13 +681,13 @@ def recovery_floors(rows_by_part: dict[str, list[dict]], estimator: str = "two-s
     alternatives=[
         alternative("gap with a floor of 3% of the Bayes risk",
                     "every two-stage gap (in-sample and fresh queries) plus 0.03 x MMSE",
-                    swap("proofs_check.convergence_checks:recovery_data", lambda real: _with_floor), kind="data"),
+                    swap("attneb.proofs_check.convergence_checks:recovery_data", lambda real: _with_floor), kind="data"),
         alternative("no Stage 1 (depth unnecessary)", "two-stage rows replaced by the Stage-2-alone rows",
-                    swap("proofs_check.convergence_checks:recovery_data", lambda real: _two_stage_is_l0), kind="data"),
+                    swap("attneb.proofs_check.convergence_checks:recovery_data", lambda real: _two_stage_is_l0), kind="data"),
         *[alternative(f"{part.split('-')[0]}: floor at its gap at N = 131072 ({100 * fraction:g}% of the Bayes risk)",
                       f"every two-stage gap of {part} (in-sample and fresh queries) plus {fraction:g} x MMSE, about its "
                       "mean in-sample gap at the largest N (fixed from the stored runs); the other priors unchanged",
-                      swap("proofs_check.convergence_checks:recovery_data",
+                      swap("attneb.proofs_check.convergence_checks:recovery_data",
                            lambda real, part=part, fraction=fraction: _with_floor_on(part, fraction)), kind="data")
           for part, fraction in RESOLUTION_FLOORS.items()],
     ],
@@ -852,12 +852,12 @@ def _shifted_correction(fraction: float):
 _T_G_ALTERNATIVES = [
     alternative("minimiser = T* (the paper's leading order taken as exact)",
                 "gaussian_horizon replaced by leading_horizon: no O(1) correction",
-                swap("theory.depth_noise:gaussian_horizon",
+                swap("attneb.theory.depth_noise:gaussian_horizon",
                      lambda real: lambda sigma2, tau2, h2: depth_noise.leading_horizon(sigma2, h2))),
     alternative("correction 0.75 c_G", "gaussian_horizon replaced by T* + 0.75 (T_G - T*)",
-                swap("theory.depth_noise:gaussian_horizon", _shifted_correction(0.75))),
+                swap("attneb.theory.depth_noise:gaussian_horizon", _shifted_correction(0.75))),
     alternative("correction 1.25 c_G", "gaussian_horizon replaced by T* + 1.25 (T_G - T*)",
-                swap("theory.depth_noise:gaussian_horizon", _shifted_correction(1.25))),
+                swap("attneb.theory.depth_noise:gaussian_horizon", _shifted_correction(1.25))),
 ]
 
 
@@ -931,12 +931,12 @@ def _sqrt_scaling(real):
 
 #: The wrong scalings of T* that the leading-order check (and the superseded one it replaces) must reject.
 _LEADING_ALTERNATIVES = [
-    alternative("T* = sigma2/h2", "leading_horizon doubled", swap("theory.depth_noise:leading_horizon",
+    alternative("T* = sigma2/h2", "leading_horizon doubled", swap("attneb.theory.depth_noise:leading_horizon",
                                                                    _scaled_leading(2.0))),
-    alternative("T* = sigma2/(4 h2)", "leading_horizon halved", swap("theory.depth_noise:leading_horizon",
+    alternative("T* = sigma2/(4 h2)", "leading_horizon halved", swap("attneb.theory.depth_noise:leading_horizon",
                                                                       _scaled_leading(0.5))),
     alternative("T* ~ h2^(-1/2)", "leading_horizon = sigma2/(2 sqrt(0.25 h2)): right at h2 = 0.25, wrong scaling",
-                swap("theory.depth_noise:leading_horizon", lambda real: _sqrt_scaling(real))),
+                swap("attneb.theory.depth_noise:leading_horizon", lambda real: _sqrt_scaling(real))),
 ]
 
 
@@ -1129,7 +1129,7 @@ _SPARE_TEXT = (f"Stage-2-alone rows of an independent block of as many seeds (fr
 
 
 def _stage_two_double_bandwidth(real):
-    from numerics import estimators
+    from attneb.numerics import estimators
 
     def wrong(self, queries):
         return estimators._kernel_mean(queries, self.particles_, 2 * self.sigma2, self.backend, self.tol)
@@ -1184,14 +1184,14 @@ def draw_table(store: ResultStore, quick: bool, folder: Path) -> Path:
 #: The wrong theories of the E4 checks (the six reference priors and the Student-t priors).
 _E4_ALTERNATIVES = [
     alternative("depth unnecessary (no Stage 1)", f"two-stage rows replaced by the {_SPARE_TEXT}",
-                swap("proofs_check.convergence_checks:table_data", lambda real: _depth_unnecessary_independent),
+                swap("attneb.proofs_check.convergence_checks:table_data", lambda real: _depth_unnecessary_independent),
                 kind="data"),
     alternative("depth helps only in-sample",
                 f"the fresh-query numbers of two-stage replaced by those of the {_SPARE_TEXT}",
-                swap("proofs_check.convergence_checks:table_data", lambda real: _depth_helps_in_sample_only),
+                swap("attneb.proofs_check.convergence_checks:table_data", lambda real: _depth_helps_in_sample_only),
                 kind="data"),
     alternative("Stage-2 bandwidth 2 sigma2", "TwoStageDenoiser._denoise attends with bandwidth 2 sigma2",
-                swap("numerics.estimators:TwoStageDenoiser._denoise", _stage_two_double_bandwidth),
+                swap("attneb.numerics.estimators:TwoStageDenoiser._denoise", _stage_two_double_bandwidth),
                 kind="implementation"),
 ]
 
@@ -1250,7 +1250,7 @@ def _depth_benefit_evidence(rows: dict[str, list[dict]], priors: dict, figs: tup
     "every prior",
     replication="subsample",
     alternatives=[alternative("depth unnecessary (no Stage 1)", f"two-stage rows replaced by the {_SPARE_TEXT}",
-                              swap("proofs_check.convergence_checks:table_data",
+                              swap("attneb.proofs_check.convergence_checks:table_data",
                                    lambda real: _depth_unnecessary_independent), kind="data")],
     gating=False,
     note="superseded by 'E4: two-stage beats Stage 2 alone (L = 0) ... in-sample and on fresh queries': the paper's "
@@ -1332,7 +1332,7 @@ _STUDENT_E1_DESIGN = ("two 1-D Student-t priors, df 3 and df 5, scale sqrt((df -
     alternatives=[
         *_E1_SLOPE_ALTERNATIVES,
         *(alternative(f"horizon {factor} T*", f"every Stage-1 horizon T = {factor} x sigma2/(2 h2)",
-                      swap("numerics.flow:leading_horizon", _horizon_times(factor)), kind="implementation")
+                      swap("attneb.numerics.flow:leading_horizon", _horizon_times(factor)), kind="implementation")
           for factor in (1.25, 1.5)),
     ],
     note="registered under C8 when first committed (1fcc984); after the full runs it moved, criterion unchanged, "
@@ -1380,9 +1380,9 @@ def recovery_heavy_tails(ctx: Context) -> Evidence:
     alternatives=[
         alternative("gap with a floor of 3% of the Bayes risk",
                     "every two-stage gap (in-sample and fresh queries) plus 0.03 x MMSE",
-                    swap("proofs_check.convergence_checks:recovery_data", lambda real: _with_floor), kind="data"),
+                    swap("attneb.proofs_check.convergence_checks:recovery_data", lambda real: _with_floor), kind="data"),
         alternative("no Stage 1 (depth unnecessary)", "two-stage rows replaced by the Stage-2-alone rows",
-                    swap("proofs_check.convergence_checks:recovery_data", lambda real: _two_stage_is_l0), kind="data"),
+                    swap("attneb.proofs_check.convergence_checks:recovery_data", lambda real: _two_stage_is_l0), kind="data"),
     ],
     note="registered under C8 when first committed (1fcc984); after the full runs it moved, criterion unchanged, "
     "to the question H1: the paper proves recovery for well-behaved priors, and whether it reaches heavy tails is "
@@ -1465,7 +1465,7 @@ def draw_clean(store: ResultStore, quick: bool, folder: Path) -> Path:
 _E5_DESIGN = ("three priors, sigma2 = 0.5, one attention step of bandwidth sigma2 over N clean draws (N = 256, 1024, "
               "4096 quick with 4 seeds; to 16384 full with 8)")
 _E5_SLOPE_ALTERNATIVES = [alternative("gap with a floor of 0.4% of the Bayes risk", "every gap plus 0.004 x MMSE",
-                                      swap("proofs_check.convergence_checks:clean_data", lambda real: _clean_with_floor),
+                                      swap("attneb.proofs_check.convergence_checks:clean_data", lambda real: _clean_with_floor),
                                       kind="data")]
 
 
@@ -1536,7 +1536,7 @@ def clean_context(ctx: Context) -> Evidence:
     "in the context), the upper end of c's interval lies below half of it, 0.2% of the MMSE",
     replication="subsample",
     alternatives=[alternative("gap with a floor of 0.4% of the Bayes risk", "every gap plus 0.004 x MMSE",
-                              swap("proofs_check.convergence_checks:clean_data", lambda real: _clean_with_floor),
+                              swap("attneb.proofs_check.convergence_checks:clean_data", lambda real: _clean_with_floor),
                               kind="data")],
     note="resolution: floors of 0.2-0.4% of the Bayes risk, a few times the gap at the largest N (the gaps of 4 seeds "
     "scatter by up to 100% at N = 4096)",

@@ -1,7 +1,7 @@
-r"""S1 in d = 1, 2, 3: successors of 'E3 in d = 1, 2, 3' (:func:`proofs_check.stability_checks.threshold_in_dimension`).
+r"""S1 in d = 1, 2, 3: successors of 'E3 in d = 1, 2, 3' (:func:`attneb.proofs_check.stability_checks.threshold_in_dimension`).
 
 Two checks, registered after a referee found that the first one passes near misses, never decides
-on the Laplace form ``theory.stability.fluctuation_threshold`` (N_C_DIM), runs 3-D below the
+on the Laplace form ``attneb.theory.stability.fluctuation_threshold`` (N_C_DIM), runs 3-D below the
 threshold in quick mode and changed its design after runs of its own seeds:
 
 * **Laplace form against the fluctuation integral** (deterministic). With :math:`u = \sqrt{h_2}|k|`,
@@ -31,12 +31,12 @@ import numpy as np
 import sympy as sp
 from scipy import special
 
-from numerics import flow, kernels, stats
-from numerics.experiments import draw_batch
-from numerics.priors import Gaussian
-from numerics.sweep import ResultStore, canonical_json
-from numerics.validation import check_positive, check_positive_int
-from theory import depth_noise, stability
+from attneb.numerics import flow, kernels, stats
+from attneb.numerics.experiments import draw_batch
+from attneb.numerics.priors import Gaussian
+from attneb.numerics.sweep import ResultStore, canonical_json
+from attneb.numerics.validation import check_positive, check_positive_int
+from attneb.theory import depth_noise, stability
 
 from . import stability_checks as sc
 from .registry import Context, Evidence, alternative, check, swap
@@ -165,19 +165,19 @@ def _threshold_times(factor_of):
 
 @check("S1", "N_C_DIM (Laplace form of N_c(d)) against the fluctuation integral as h2 -> 0 in d = 1, 2, 3",
        criterion=LAPLACE_CRITERION,
-       covers=["theory.stability:fluctuation_threshold"],
+       covers=["attneb.theory.stability:fluctuation_threshold"],
        alternatives=[
            alternative("exponent h2^(-d/2)", "N_c(d) with h2^(-d/2) in place of h2^(-(d-1)/2): every mode inside "
-                       "the shell counted", swap("theory.stability:fluctuation_threshold",
+                       "the shell counted", swap("attneb.theory.stability:fluctuation_threshold",
                                                  _threshold_times(lambda s2, h2: h2**-0.5))),
            alternative("prefactor x sqrt 2", "the shell's Gaussian width sqrt(2 pi/(t |lambda''|)) in place of "
-                       "sqrt(pi/(t |lambda''|))", swap("theory.stability:fluctuation_threshold",
+                       "sqrt(pi/(t |lambda''|))", swap("attneb.theory.stability:fluctuation_threshold",
                                                        _threshold_times(lambda s2, h2: np.sqrt(2)))),
            alternative("rate 1/e in the exponent", "N_c(d) with exp(sigma2/(e h2)) in place of exp(2 sigma2/(e h2))",
-                       swap("theory.stability:fluctuation_threshold",
+                       swap("attneb.theory.stability:fluctuation_threshold",
                             _threshold_times(lambda s2, h2: np.exp(-s2 / (np.e * h2))))),
            alternative("integral's rate x 0.85", "lambda(k) x 0.85 in the fluctuation integral (N_C_DIM unchanged)",
-                       swap("theory.stability:growth_rate", sc._growth_times(0.85))),
+                       swap("attneb.theory.stability:growth_rate", sc._growth_times(0.85))),
        ],
        note="c1 and the order-2 coefficients c2 were derived (sympy series of the Laplace integral in 1/sqrt(M), "
             "tests/proofs_check/test_dimension_checks.py) before any ratio was computed; the bound 5/M on the "
@@ -237,19 +237,19 @@ def _threshold_with(make):
 
 @check("S1", "N_C_DIM's arguments: the Laplace form against the fluctuation integral at other sigma2, rho0 and level",
        criterion=ARGUMENTS_CRITERION,
-       covers=["theory.stability:fluctuation_threshold"],
+       covers=["attneb.theory.stability:fluctuation_threshold"],
        alternatives=[
            alternative("level^-1", "N_c proportional to 1/level instead of 1/level^2",
-                       swap("theory.stability:fluctuation_threshold",
+                       swap("attneb.theory.stability:fluctuation_threshold",
                             _threshold_with(lambda real, d, s2, h2, rho0, lv: real(d, s2, h2, rho0, lv) * lv))),
            alternative("rho0^-2", "N_c proportional to 1/rho0^2 instead of 1/rho0",
-                       swap("theory.stability:fluctuation_threshold",
+                       swap("attneb.theory.stability:fluctuation_threshold",
                             _threshold_with(lambda real, d, s2, h2, rho0, lv: real(d, s2, h2, rho0, lv) / rho0))),
            alternative("density ignored", "N_c free of rho0",
-                       swap("theory.stability:fluctuation_threshold",
+                       swap("attneb.theory.stability:fluctuation_threshold",
                             _threshold_with(lambda real, d, s2, h2, rho0, lv: real(d, s2, h2, 1.0, lv)))),
            alternative("sigma2 for 0.5", "N_c evaluated at the Laplace check's sigma2 = 0.5 whatever sigma2 (h2 kept)",
-                       swap("theory.stability:fluctuation_threshold",
+                       swap("attneb.theory.stability:fluctuation_threshold",
                             _threshold_with(lambda real, d, s2, h2, rho0, lv: real(d, 0.5, h2, rho0, lv)))),
        ],
        note="criterion fixed and committed before the check was first run. What it adds to the Laplace check: each "
@@ -486,14 +486,14 @@ def _threshold_evidence(ctx: Context, design: dict, start: int) -> Evidence:
 THRESHOLD_ALTERNATIVES = [
     *sc.DIMENSION_ALTERNATIVES,
     alternative("prediction x 0.7", "the linear theory's N eps^2(T*) x 0.7 (a near miss)",
-                swap("proofs_check.stability_checks:predicted_fluctuation", _prediction_times(0.7))),
+                swap("attneb.proofs_check.stability_checks:predicted_fluctuation", _prediction_times(0.7))),
     alternative("prediction x 1.5", "the linear theory's N eps^2(T*) x 1.5",
-                swap("proofs_check.stability_checks:predicted_fluctuation", _prediction_times(1.5))),
+                swap("attneb.proofs_check.stability_checks:predicted_fluctuation", _prediction_times(1.5))),
     alternative("N eps^2 grows like N^(1/2)", "each run's N eps^2(T*) x sqrt(N / median N of its d): "
                 "eps^2 ~ N^(-1/2), a finite-N bias rather than sampling noise",
-                swap("proofs_check.dimension_checks:measured_coefficients", _grows_like_sqrt_n), kind="data"),
+                swap("attneb.proofs_check.dimension_checks:measured_coefficients", _grows_like_sqrt_n), kind="data"),
     alternative("Stage 1 to T*/2", "the runs' particle_flow stops at half the horizon (T* = sigma2/(4 h2))",
-                swap("numerics.flow:particle_flow", _stage_one_to_half_depth), kind="implementation"),
+                swap("attneb.numerics.flow:particle_flow", _stage_one_to_half_depth), kind="implementation"),
 ]
 
 

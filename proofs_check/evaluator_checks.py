@@ -1,6 +1,6 @@
 """The theory's evaluators against independent numerics (S1, G2).
 
-The evaluators of :mod:`theory.stability` and :mod:`theory.depth_noise` turn derived closed
+The evaluators of :mod:`attneb.theory.stability` and :mod:`attneb.theory.depth_noise` turn derived closed
 forms into numbers that the experiments compare with. Here each is recomputed numerically: the
 Gaussian variance map and the horizons from the mean-field attention by quadrature against the
 Gaussian density (a route that shares nothing with the derivation); the fastest mode and the token
@@ -15,7 +15,7 @@ import math
 import numpy as np
 from scipy import integrate, optimize
 
-from theory import depth_noise, stability
+from attneb.theory import depth_noise, stability
 
 from . import claims as _claims  # noqa: F401  (registers the claims these checks attach to)
 from .registry import Context, Evidence, alternative, check, swap
@@ -43,13 +43,13 @@ def _argmax_rate(h2: float) -> tuple[float, float]:
        f"within {RTOL:g}",
        alternatives=[
            alternative("fastest mode at k = 1/sqrt(h2)", "k* of the rate exp(-h2 k^2) h2 k^2 taken as 1/sqrt(h2)",
-                       swap("theory.stability:fastest_mode",
+                       swap("attneb.theory.stability:fastest_mode",
                             lambda real: lambda h2: (h2**-0.5, real(h2)[1]))),
            alternative("N_c = exp(sigma2 / (e h2))", "the token scaling with the rate 1/e",
-                       swap("theory.stability:token_scaling",
+                       swap("attneb.theory.stability:token_scaling",
                             lambda real: lambda s2, h2: math.exp(s2 / (math.e * h2)))),
        ],
-       covers=("theory.stability:fastest_mode", "theory.stability:token_scaling"))
+       covers=("attneb.theory.stability:fastest_mode", "attneb.theory.stability:token_scaling"))
 def evaluators_of_the_stability_analysis(ctx: Context) -> Evidence:
     residuals = {}
     for h2 in H2S:
@@ -90,12 +90,12 @@ MAP_CASES = ((1.5, 0.05, 0.05, 4), (3.0, 0.7, 0.5, 4), (4.0, 0.5, 1.0, 3))
        f"by quadrature, within {RTOL:g} relative",
        alternatives=[
            alternative("map with eta/2", "the variance map iterated with half the step",
-                       swap("theory.depth_noise:gaussian_variance_map",
+                       swap("attneb.theory.depth_noise:gaussian_variance_map",
                             lambda real: lambda s0, h2, eta, layers: real(s0, h2, eta / 2, layers))),
            alternative("continuous flow in place of the layers", "s -> s exp(-2 eta h2/(s + h2)) per layer",
-                       swap("theory.depth_noise:gaussian_variance_map", lambda real: _continuous_map)),
+                       swap("attneb.theory.depth_noise:gaussian_variance_map", lambda real: _continuous_map)),
        ],
-       covers=("theory.depth_noise:gaussian_variance_map",))
+       covers=("attneb.theory.depth_noise:gaussian_variance_map",))
 def variance_map_by_quadrature(ctx: Context) -> Evidence:
     residuals = {}
     for s0, h2, eta, layers in MAP_CASES:
@@ -139,12 +139,12 @@ SMALL_H2 = (0.02, 0.01)
        f"depth, extrapolated linearly from h2 in {SMALL_H2}, within {RTOL:g} relative",
        alternatives=[
            alternative("horizon correction 1/4", "T_G = T* + (1/4) log(1 + sigma2/tau2)",
-                       swap("theory.depth_noise:gaussian_horizon",
+                       swap("attneb.theory.depth_noise:gaussian_horizon",
                             lambda real: lambda s2, t2, h2: s2 / (2 * h2) + 0.25 * math.log1p(s2 / t2))),
            alternative("leading order sigma2/h2", "T* = sigma2/h2 (variance removed at rate h2)",
-                       swap("theory.depth_noise:leading_horizon", lambda real: lambda s2, h2: s2 / h2)),
+                       swap("attneb.theory.depth_noise:leading_horizon", lambda real: lambda s2, h2: s2 / h2)),
        ],
-       covers=("theory.depth_noise:gaussian_horizon", "theory.depth_noise:leading_horizon"))
+       covers=("attneb.theory.depth_noise:gaussian_horizon", "attneb.theory.depth_noise:leading_horizon"))
 def horizons_by_the_numeric_variance_flow(ctx: Context) -> Evidence:
     residuals = {}
     for sigma2, tau2, h2 in HORIZON_CASES:

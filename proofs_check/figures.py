@@ -1,6 +1,6 @@
 """Figures of the experiments, drawn from stored numbers (never recomputed here).
 
-Each ``plot_*`` function takes rows of a sweep (dicts, as :meth:`numerics.sweep.ResultStore.rows`
+Each ``plot_*`` function takes rows of a sweep (dicts, as :meth:`attneb.numerics.sweep.ResultStore.rows`
 returns them) or stored records and writes ``NAME.png`` and ``NAME.pdf`` into a folder,
 returning the PNG's path. Error bars are 95% t-intervals over seeds.
 """
@@ -16,7 +16,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from numerics import stats  # noqa: E402
+from attneb.numerics import stats  # noqa: E402
 
 __all__ = [
     "grouped_intervals", "plot_clean_context", "plot_depth_sweep", "plot_estimator_table", "plot_recovery", "save",
@@ -75,7 +75,7 @@ def plot_recovery(panels: dict[str, dict[str, list[dict]]], folder: Path, name: 
     Stage 2 alone. A vertical line of the schedule's colour marks where ``N`` crosses the stability
     bound ``N_c`` (S1), if it does.
     """
-    from theory import stability
+    from attneb.theory import stability
 
     cols = min(3, len(panels))
     n_rows = (len(panels) + cols - 1) // cols
@@ -109,7 +109,7 @@ def plot_depth_sweep(rows_by_part: dict[str, list[dict]], cases: dict[str, dict]
     """E2: gap to Bayes on fresh queries against the depth offset T - T*, and the extrapolated minimiser.
 
     ``rows_by_part`` are the E2 rows per ``"tau2=..-h2=.."`` part; ``cases`` (from
-    :func:`proofs_check.convergence_checks.depth_cases`) gives, per part, ``tau2``, ``h2``, T* (``leading``),
+    :func:`attneb.proofs_check.convergence_checks.depth_cases`) gives, per part, ``tau2``, ``h2``, T* (``leading``),
     T_G (``exact``) and the minimisers (``oos``: per N and extrapolated, with its interval). Left: one
     panel per tau2, mean gap over seeds per (h2, N) (solid: largest N), dotted at T*, dashed at T_G, the
     band T* + [0.75, 1.25] (T_G - T*) shaded. Right: each N's minimiser against N^(-1/2) in units of

@@ -4,9 +4,9 @@ the best depth on heavy tails?
 The depth-noise relation (C6) is prior-independent at leading order: in mean field with a small bandwidth the
 tokens of depth :math:`t` carry the noise :math:`s(t) = \sigma^2 - 2h_2 t`, whatever the prior, so Stage 1 has
 removed the noise at :math:`T^*`; the prior enters at the next order (for a Gaussian :math:`N(m, \tau^2)` the best
-depth is :math:`T_G = T^* + \tfrac12\log(1 + \sigma^2/\tau^2)`, :func:`theory.depth_noise.gaussian_horizon`, 5% above
+depth is :math:`T_G = T^* + \tfrac12\log(1 + \sigma^2/\tau^2)`, :func:`attneb.theory.depth_noise.gaussian_horizon`, 5% above
 :math:`T^*` for :math:`\tau^2 = 1` at the bandwidths here). H1's slope and floor checks
-(:mod:`proofs_check.convergence_checks`) run at :math:`T = T^*` only and pass at :math:`1.25\,T^*` and
+(:mod:`attneb.proofs_check.convergence_checks`) run at :math:`T = T^*` only and pass at :math:`1.25\,T^*` and
 :math:`1.5\,T^*` too: they do not pin the depth. This check does: E1's design (one Student-t coordinate, df 3 and 5,
 variance 1, :math:`\sigma^2 = 0.5`, :math:`h_2 = (4\sigma^2/e)/\log N`) at one ``N``, every seed run to each depth
 of :data:`DEPTHS` (times :math:`T^*`), on seeds of its own.
@@ -26,7 +26,7 @@ import math
 
 import numpy as np
 
-from numerics import flow, stats
+from attneb.numerics import flow, stats
 
 from . import claims as _claims  # noqa: F401  (registers the claims these checks attach to)
 from .convergence_checks import SCHEDULES, SIGMA2, STUDENT_T_PRIORS, _run, fast_options
@@ -65,7 +65,7 @@ def depth_configs(quick: bool) -> dict[str, dict]:
 def depth_table(rows: list[dict], column: str) -> tuple[list[int], np.ndarray]:
     """``(seeds, gaps)`` with ``gaps[s, k]`` the ``column`` of seed ``s`` at depth ``DEPTHS[k] x T*``.
 
-    A row's depth is its ``T`` over ``numerics.flow.leading_horizon`` at its bandwidth, read at call time; rows at
+    A row's depth is its ``T`` over ``attneb.numerics.flow.leading_horizon`` at its bandwidth, read at call time; rows at
     other depths (a store shared with runs under another horizon) are left out.
     """
     seeds = sorted({r["seed"] for r in rows})
@@ -151,10 +151,10 @@ CRITERION = (
     replication="subsample",
     alternatives=[
         *(alternative(f"horizon {factor:g} T*", f"every Stage-1 horizon T = {factor:g} x sigma2/(2 h2)",
-                      swap("numerics.flow:leading_horizon", _horizon_times(factor)), kind="theory")
+                      swap("attneb.numerics.flow:leading_horizon", _horizon_times(factor)), kind="theory")
           for factor in (0.8, 1.2, 1.25, 1.5)),
-        alternative("Stage 1 at half the bandwidth", "numerics.flow.particle_flow runs at h2/2 (it then removes half "
-                    "the noise by T*)", swap("numerics.flow:particle_flow", _stage_one_at_half_the_bandwidth),
+        alternative("Stage 1 at half the bandwidth", "attneb.numerics.flow.particle_flow runs at h2/2 (it then removes half "
+                    "the noise by T*)", swap("attneb.numerics.flow:particle_flow", _stage_one_at_half_the_bandwidth),
                     kind="implementation"),
     ],
     note="criterion fixed before the runs of the check's seeds (1000 on); the band (a factor 1.25) was fixed from "

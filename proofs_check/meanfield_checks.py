@@ -1,9 +1,9 @@
 """Particle simulations against the derived mean-field results G1, G2 and S1.
 
 The predictions come from :mod:`theory` (derived by sympy), the measurements from
-:mod:`numerics.meanfield` (the Stage-1 flow on many tokens). Every prediction is looked up as a
+:mod:`attneb.numerics.meanfield` (the Stage-1 flow on many tokens). Every prediction is looked up as a
 module attribute at call time (``depth_noise.gaussian_horizon(...)``), so that a wrong theory
-swapped in by :mod:`proofs_check.power` reaches the decision; the pass criteria are registered with
+swapped in by :mod:`attneb.proofs_check.power` reaches the decision; the pass criteria are registered with
 the checks and fixed before the run.
 
 * G1 -- the exact Gaussian horizon :math:`T_G = \\sigma^2/(2h_2) + \\tfrac12\\log(1 + \\sigma^2/\\tau^2)`:
@@ -23,10 +23,10 @@ import math
 import numpy as np
 from scipy import optimize
 
-from numerics import meanfield, stats
-from numerics.experiments import draw_batch
-from numerics.priors import Gaussian
-from theory import depth_noise, stability
+from attneb.numerics import meanfield, stats
+from attneb.numerics.experiments import draw_batch
+from attneb.numerics.priors import Gaussian
+from attneb.theory import depth_noise, stability
 
 from . import claims as _claims  # noqa: F401  (registers the claims these checks attach to)
 from .registry import Context, Evidence, alternative, check, swap
@@ -138,19 +138,19 @@ def _pct(interval: stats.Interval) -> str:
        replication="seeds",
        alternatives=[
            alternative("horizon correction 1/4", "T_G replaced by T* + (1/4) log(1 + sigma2/tau2)",
-                       swap("theory.depth_noise:gaussian_horizon",
+                       swap("attneb.theory.depth_noise:gaussian_horizon",
                             lambda real: lambda s2, t2, h2: s2 / (2 * h2) + 0.25 * math.log1p(s2 / t2))),
            alternative("horizon correction 1", "T_G replaced by T* + log(1 + sigma2/tau2)",
-                       swap("theory.depth_noise:gaussian_horizon",
+                       swap("attneb.theory.depth_noise:gaussian_horizon",
                             lambda real: lambda s2, t2, h2: s2 / (2 * h2) + math.log1p(s2 / t2))),
            alternative("leading order T* alone", "T_G replaced by T* = sigma2/(2 h2)",
-                       swap("theory.depth_noise:gaussian_horizon",
+                       swap("attneb.theory.depth_noise:gaussian_horizon",
                             lambda real: lambda s2, t2, h2: s2 / (2 * h2))),
            alternative("sigma for sigma2 in the log", "T_G replaced by T* + (1/2) log(1 + sigma/tau2)",
-                       swap("theory.depth_noise:gaussian_horizon",
+                       swap("attneb.theory.depth_noise:gaussian_horizon",
                             lambda real: lambda s2, t2, h2: s2 / (2 * h2) + 0.5 * math.log1p(math.sqrt(s2) / t2))),
        ],
-       covers=("theory.depth_noise:gaussian_horizon",))
+       covers=("attneb.theory.depth_noise:gaussian_horizon",))
 def horizon_coefficient_by_regression(ctx: Context) -> Evidence:
     measured = measured_horizons(ctx)
     d = decide_horizons(measured["depths"])
@@ -308,7 +308,7 @@ LAYER_MAP_CRITERION = (
 def layer_ratio(s: float, s0: float, h2: float, eta: float) -> float:
     """Theory's ratio s_{l+1}/s_l of one Euler layer at variance ``s`` (``s0``: the variance at depth 0).
 
-    The exact map (:func:`theory.depth_noise.gaussian_variance_map`, one layer) does not use ``s0``;
+    The exact map (:func:`attneb.theory.depth_noise.gaussian_variance_map`, one layer) does not use ``s0``;
     the frozen-context alternative does.
     """
     return float(depth_noise.gaussian_variance_map(float(s), h2, eta, 1)[1]) / float(s)
@@ -404,23 +404,23 @@ def _frozen_layers(real):
            alternative("map to first order in eta",
                        "s -> (1 - eta)^2 s + 2 eta (1 - eta) s^2/(s + h2): the exact map without its eta^2 Var(a) "
                        "term (swapped into theory.depth_noise._layer_map, so counts and ratios both follow it)",
-                       swap("theory.depth_noise:_layer_map", _first_order_map)),
+                       swap("attneb.theory.depth_noise:_layer_map", _first_order_map)),
            alternative("frozen-context map",
                        "the context frozen at depth 0: every layer multiplies s by (1 - eta h2/(s0 + h2))^2 "
                        "(ratios, layer counts and fractional counts)",
-                       swap("proofs_check.meanfield_checks:layer_ratio", _frozen_ratio),
-                       swap("theory.depth_noise:gaussian_layers_fractional", _frozen_fractional),
-                       swap("theory.depth_noise:gaussian_layers", _frozen_layers)),
+                       swap("attneb.proofs_check.meanfield_checks:layer_ratio", _frozen_ratio),
+                       swap("attneb.theory.depth_noise:gaussian_layers_fractional", _frozen_fractional),
+                       swap("attneb.theory.depth_noise:gaussian_layers", _frozen_layers)),
            alternative("continuous depth per layer",
                        "each layer is the depth ODE over depth eta (counts T_G/eta)",
-                       swap("theory.depth_noise:_layer_map", _ode_over_one_layer)),
+                       swap("attneb.theory.depth_noise:_layer_map", _ode_over_one_layer)),
            alternative("map with eta/2", "the exact map with half the step",
-                       swap("theory.depth_noise:_layer_map", _step_scaled(0.5))),
+                       swap("attneb.theory.depth_noise:_layer_map", _step_scaled(0.5))),
            alternative("map with 2 eta", "the exact map with twice the step",
-                       swap("theory.depth_noise:_layer_map", _step_scaled(2.0))),
+                       swap("attneb.theory.depth_noise:_layer_map", _step_scaled(2.0))),
        ],
-       covers=("theory.depth_noise:gaussian_variance_map", "theory.depth_noise:gaussian_layers_fractional",
-               "theory.depth_noise:gaussian_layers"))
+       covers=("attneb.theory.depth_noise:gaussian_variance_map", "attneb.theory.depth_noise:gaussian_layers_fractional",
+               "attneb.theory.depth_noise:gaussian_layers"))
 def layer_ratios_follow_the_map(ctx: Context) -> Evidence:
     measured = measured_layers(ctx, LAYER_MAP_CASES)
     d = decide_layer_map(measured)
@@ -456,27 +456,27 @@ def layer_ratios_follow_the_map(ctx: Context) -> Evidence:
        replication="seeds",
        alternatives=[
            alternative("continuous count T_G/eta", "the layer count is T_G/eta (fractional) and ceil(T_G/eta)",
-                       swap("theory.depth_noise:gaussian_layers_fractional",
+                       swap("attneb.theory.depth_noise:gaussian_layers_fractional",
                             lambda real: lambda s2, t2, h2, eta: depth_noise.gaussian_horizon(s2, t2, h2) / eta),
-                       swap("theory.depth_noise:gaussian_layers",
+                       swap("attneb.theory.depth_noise:gaussian_layers",
                             lambda real: lambda s2, t2, h2, eta: math.ceil(depth_noise.gaussian_horizon(s2, t2, h2)
                                                                            / eta))),
            alternative("map with eta/2", "the exact map iterated with half the step",
-                       swap("theory.depth_noise:gaussian_layers_fractional",
+                       swap("attneb.theory.depth_noise:gaussian_layers_fractional",
                             lambda real: lambda s2, t2, h2, eta: real(s2, t2, h2, eta / 2)),
-                       swap("theory.depth_noise:gaussian_layers",
+                       swap("attneb.theory.depth_noise:gaussian_layers",
                             lambda real: lambda s2, t2, h2, eta: real(s2, t2, h2, eta / 2))),
            alternative("map with 2 eta", "the exact map iterated with twice the step",
-                       swap("theory.depth_noise:gaussian_layers_fractional",
+                       swap("attneb.theory.depth_noise:gaussian_layers_fractional",
                             lambda real: lambda s2, t2, h2, eta: real(s2, t2, h2, 2 * eta)),
-                       swap("theory.depth_noise:gaussian_layers",
+                       swap("attneb.theory.depth_noise:gaussian_layers",
                             lambda real: lambda s2, t2, h2, eta: real(s2, t2, h2, 2 * eta))),
            alternative("map to first order in eta",
                        "s -> (1 - eta)^2 s + 2 eta (1 - eta) s^2/(s + h2) (added with its successor: this check "
                        "passes it)",
-                       swap("theory.depth_noise:_layer_map", _first_order_map)),
+                       swap("attneb.theory.depth_noise:_layer_map", _first_order_map)),
        ],
-       covers=("theory.depth_noise:gaussian_layers_fractional", "theory.depth_noise:gaussian_layers"),
+       covers=("attneb.theory.depth_noise:gaussian_layers_fractional", "attneb.theory.depth_noise:gaussian_layers"),
        gating=False,
        note="superseded by 'Euler layers of step 1/2 at three cases (one non-linear)': its tolerance (+-0.5% on the "
             "fractional count) is about 7 times the measured spread (+-0.07%) and both cases are nearly linear "
@@ -527,14 +527,14 @@ def _rate_peaking_at_one_over_e(real):
        replication="none",
        alternatives=[
            alternative("rate peaking at 1/e", "lambda(k) = h2 k^2 exp(-h2 k^2), fastest mode (1/sqrt(h2), 1/e)",
-                       swap("theory.stability:growth_rate", _rate_peaking_at_one_over_e),
-                       swap("theory.stability:fastest_mode", lambda real: lambda h2: (1 / math.sqrt(h2), 1 / math.e))),
+                       swap("attneb.theory.stability:growth_rate", _rate_peaking_at_one_over_e),
+                       swap("attneb.theory.stability:fastest_mode", lambda real: lambda h2: (1 / math.sqrt(h2), 1 / math.e))),
            alternative("no kernel damping", "lambda(k) = h2 k^2 (the backward heat equation)",
-                       swap("theory.stability:growth_rate", lambda real: lambda k, h2: h2 * k**2)),
+                       swap("attneb.theory.stability:growth_rate", lambda real: lambda k, h2: h2 * k**2)),
            alternative("rate 2 lambda", "every rate doubled (the rate of the structure factor, not of the amplitude)",
-                       swap("theory.stability:growth_rate", lambda real: lambda k, h2: 2 * real(k, h2))),
+                       swap("attneb.theory.stability:growth_rate", lambda real: lambda k, h2: 2 * real(k, h2))),
        ],
-       covers=("theory.stability:growth_rate",))
+       covers=("attneb.theory.stability:growth_rate",))
 def mode_growth_matches_linear_stability(ctx: Context) -> Evidence:
     h2 = 1.0
     k_star, rate_star = stability.fastest_mode(h2)
@@ -592,11 +592,11 @@ def horizon_standard_error(n: int, tau2: float, h2: float) -> float:
        gating=False,
        alternatives=[
            alternative(f"horizon correction {c:g}", f"T_G replaced by T* + {c:g} log(1 + sigma2/tau2)",
-                       swap("theory.depth_noise:gaussian_horizon",
+                       swap("attneb.theory.depth_noise:gaussian_horizon",
                             lambda real, c=c: lambda s2, t2, h2: s2 / (2 * h2) + c * math.log1p(s2 / t2)))
            for c in (0.25, 0.3, 0.7, 1.0)
        ] + [alternative("sigma for sigma2 in the log", "T_G replaced by T* + (1/2) log(1 + sigma/tau2)",
-                        swap("theory.depth_noise:gaussian_horizon",
+                        swap("attneb.theory.depth_noise:gaussian_horizon",
                              lambda real: lambda s2, t2, h2: s2 / (2 * h2) + 0.5 * math.log1p(math.sqrt(s2) / t2)))],
        note="superseded by 'continuous-depth flows at six (sigma2, tau2, h2)': its tolerance assumes a sampling "
             "error of the variance that standardising the tokens removes (it accepts coefficients from about 0.28 "
@@ -630,7 +630,7 @@ def gaussian_horizon_matches_particles(ctx: Context) -> Evidence:
        criterion="|layers - gaussian_layers| <= 3 sqrt(2/N) (tau2 + h2)/(2 h2 eta) + 1 in both cases (eta = 0.05)",
        gating=False,
        alternatives=[alternative("continuous count ceil(T_G/eta)", "the layer count is ceil(T_G/eta)",
-                                 swap("theory.depth_noise:gaussian_layers",
+                                 swap("attneb.theory.depth_noise:gaussian_layers",
                                       lambda real: lambda s2, t2, h2, eta: math.ceil(
                                           depth_noise.gaussian_horizon(s2, t2, h2) / eta)))],
        note="superseded by 'Euler layers of step 1/2 where the exact layer map needs 3+ layers fewer': its "

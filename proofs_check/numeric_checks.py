@@ -14,8 +14,8 @@ import mpmath
 import numpy as np
 from scipy import integrate
 
-from numerics import binned, estimators, experiments, flow, kernels, priors, stats, transformer
-from theory import depth_noise
+from attneb.numerics import binned, estimators, experiments, flow, kernels, priors, stats, transformer
+from attneb.theory import depth_noise
 
 from . import claims as _claims  # noqa: F401  (registers the claims these checks attach to)
 from .finite_differences import five_point_gradient
@@ -70,7 +70,7 @@ def _kernel_bandwidth_doubled(real):
 
 
 KERNEL_BANDWIDTH_DOUBLED = alternative("kernel bandwidth 2 h2", "kernel_mean computed with bandwidth 2 h2",
-                                       swap("numerics.kernels:kernel_mean", _kernel_bandwidth_doubled),
+                                       swap("attneb.numerics.kernels:kernel_mean", _kernel_bandwidth_doubled),
                                        kind="implementation")
 
 
@@ -99,20 +99,20 @@ def _kernel_bandwidth_halved(real):
     f"Discrete(keys).posterior_mean at h2 in {BANDWIDTHS} is <= {IDENTITY_TOL:g}",
     alternatives=[
         alternative("head without key-norm bias", "the head's logits lack -beta ||x_j||^2 / 2",
-                    swap("numerics.transformer:AttentionHead.gaussian", _head_without_key_norm_bias),
+                    swap("attneb.numerics.transformer:AttentionHead.gaussian", _head_without_key_norm_bias),
                     kind="implementation"),
         alternative("head with logits beta^2 q.x", "W_Q = W_K = beta I instead of sqrt(beta) I",
-                    swap("numerics.transformer:AttentionHead.gaussian", _head_with_squared_temperature),
+                    swap("attneb.numerics.transformer:AttentionHead.gaussian", _head_with_squared_temperature),
                     kind="implementation"),
         alternative("key-norm bias -beta ||x_j||^2", "the bias without its factor 1/2",
-                    swap("numerics.transformer:AttentionHead.gaussian", _head_with_full_key_norm_bias),
+                    swap("attneb.numerics.transformer:AttentionHead.gaussian", _head_with_full_key_norm_bias),
                     kind="implementation"),
         KERNEL_BANDWIDTH_DOUBLED,
         alternative("kernel exp(-||u||^2 / h2)", "kernel_mean computed with bandwidth h2 / 2",
-                    swap("numerics.kernels:kernel_mean", _kernel_bandwidth_halved), kind="implementation"),
+                    swap("attneb.numerics.kernels:kernel_mean", _kernel_bandwidth_halved), kind="implementation"),
     ],
-    covers=("numerics.kernels:kernel_mean", "numerics.priors:Discrete.posterior_mean",
-            "numerics.transformer:AttentionHead.__call__"),
+    covers=("attneb.numerics.kernels:kernel_mean", "attneb.numerics.priors:Discrete.posterior_mean",
+            "attneb.numerics.transformer:AttentionHead.__call__"),
 )
 def attention_is_posterior_mean(ctx: Context) -> Evidence:
     queries, keys = _context(seed=1)
@@ -133,9 +133,9 @@ def attention_is_posterior_mean(ctx: Context) -> Evidence:
     "asked for",
     alternatives=[
         alternative("grid sums at bandwidth 2 h2", "binned.kernel_mean computed with bandwidth 2 h2",
-                    swap("numerics.binned:kernel_mean", _kernel_bandwidth_doubled), kind="implementation"),
+                    swap("attneb.numerics.binned:kernel_mean", _kernel_bandwidth_doubled), kind="implementation"),
     ],
-    covers=("numerics.binned:kernel_mean", "numerics.binned:kde_score"),
+    covers=("attneb.numerics.binned:kernel_mean", "attneb.numerics.binned:kde_score"),
 )
 def binned_sums_are_exact_sums(ctx: Context) -> Evidence:
     residuals = {}
@@ -170,7 +170,7 @@ def mp_log_kde(query: np.ndarray, keys: np.ndarray, h2: float) -> tuple[float, n
     r"""Value and gradient of :math:`\log \frac1N \sum_j \varphi_{h_2}(q - x_j)` at one query, by mpmath.
 
     Evaluated at ``MP_DIGITS`` digits; ``mpmath.diff`` differentiates the log of the explicit sum of
-    Gaussians numerically: a route that shares no code with :mod:`numerics.kernels`.
+    Gaussians numerically: a route that shares no code with :mod:`attneb.numerics.kernels`.
     """
     with mpmath.workdps(MP_DIGITS):
         log_kde = _mp_log_kde(keys, h2)
@@ -180,7 +180,7 @@ def mp_log_kde(query: np.ndarray, keys: np.ndarray, h2: float) -> tuple[float, n
 
 
 SIGMA_FOR_SIGMA2 = alternative("score times sqrt(h2) (sigma for sigma2)", "a(q) - q compared with sqrt(h2) grad log KDE",
-                               swap("proofs_check.numeric_checks:score_factor", lambda real: (lambda h2: h2**0.5)))
+                               swap("attneb.proofs_check.numeric_checks:score_factor", lambda real: (lambda h2: h2**0.5)))
 
 
 @check(
@@ -191,21 +191,21 @@ SIGMA_FOR_SIGMA2 = alternative("score times sqrt(h2) (sigma for sigma2)", "a(q) 
     alternatives=[
         SIGMA_FOR_SIGMA2,
         alternative("score times 2 h2", "a(q) - q compared with 2 h2 grad log KDE",
-                    swap("proofs_check.numeric_checks:score_factor", lambda real: (lambda h2: 2 * h2))),
+                    swap("attneb.proofs_check.numeric_checks:score_factor", lambda real: (lambda h2: 2 * h2))),
         alternative("score times 1 (no h2)", "a(q) - q compared with grad log KDE",
-                    swap("proofs_check.numeric_checks:score_factor", lambda real: (lambda h2: 1.0))),
+                    swap("attneb.proofs_check.numeric_checks:score_factor", lambda real: (lambda h2: 1.0))),
         alternative("score times 1/h2 (beta for h2)", "a(q) - q compared with grad log KDE / h2",
-                    swap("proofs_check.numeric_checks:score_factor", lambda real: (lambda h2: 1 / h2))),
+                    swap("attneb.proofs_check.numeric_checks:score_factor", lambda real: (lambda h2: 1 / h2))),
         alternative("score times -h2 (a - q = grad E)", "a(q) - q compared with -h2 grad log KDE",
-                    swap("proofs_check.numeric_checks:score_factor", lambda real: (lambda h2: -h2))),
+                    swap("attneb.proofs_check.numeric_checks:score_factor", lambda real: (lambda h2: -h2))),
         alternative("log-KDE without its normalisation", "log_kde missing -log N - (d/2) log(2 pi h2)",
-                    swap("numerics.kernels:log_kde", lambda real: (lambda q, k, h2, **kw: real(q, k, h2, **kw)
+                    swap("attneb.numerics.kernels:log_kde", lambda real: (lambda q, k, h2, **kw: real(q, k, h2, **kw)
                                                                   + np.log(len(k)) + k.shape[1] / 2
                                                                   * np.log(2 * np.pi * h2))),
                     kind="implementation"),
         KERNEL_BANDWIDTH_DOUBLED,
     ],
-    covers=("numerics.kernels:kernel_mean", "numerics.kernels:kde_score", "numerics.kernels:log_kde"),
+    covers=("attneb.numerics.kernels:kernel_mean", "attneb.numerics.kernels:kde_score", "attneb.numerics.kernels:log_kde"),
 )
 def residual_is_mp_score(ctx: Context) -> Evidence:
     queries, keys = _context(seed=2, n=12, m=8)
@@ -228,9 +228,9 @@ def residual_is_mp_score(ctx: Context) -> Evidence:
     alternatives=[
         SIGMA_FOR_SIGMA2,
         alternative("log-KDE at bandwidth 2 h2", "log_kde computed with bandwidth 2 h2",
-                    swap("numerics.kernels:log_kde", _kernel_bandwidth_doubled), kind="implementation"),
+                    swap("attneb.numerics.kernels:log_kde", _kernel_bandwidth_doubled), kind="implementation"),
     ],
-    covers=("numerics.kernels:log_kde", "numerics.kernels:kernel_mean"),
+    covers=("attneb.numerics.kernels:log_kde", "attneb.numerics.kernels:kernel_mean"),
 )
 def residual_is_gradient_of_log_kde(ctx: Context) -> Evidence:
     queries, keys = _context(seed=3)
@@ -262,22 +262,22 @@ C7_SIGMA2, C7_H2, C7_ETA = 0.7, 0.2, 0.1
     f"|StageTwoOnly.denoise - Discrete(noisy tokens).posterior_mean at sigma2| are <= {IDENTITY_TOL:g}",
     alternatives=[
         alternative("Stage-2 bandwidth 2 sigma2", "the posterior mean taken at noise 2 sigma2",
-                    swap("proofs_check.numeric_checks:stage_two_bandwidth", lambda real: (lambda s2, h2: 2 * s2))),
+                    swap("attneb.proofs_check.numeric_checks:stage_two_bandwidth", lambda real: (lambda s2, h2: 2 * s2))),
         alternative("Stage-2 bandwidth h2 (Stage 1's)", "the posterior mean taken at the Stage-1 bandwidth",
-                    swap("proofs_check.numeric_checks:stage_two_bandwidth", _stage_two_with_stage_one_bandwidth)),
+                    swap("attneb.proofs_check.numeric_checks:stage_two_bandwidth", _stage_two_with_stage_one_bandwidth)),
         alternative("Stage-2 bandwidth 2 h2", "the posterior mean taken at 2 h2",
-                    swap("proofs_check.numeric_checks:stage_two_bandwidth", lambda real: (lambda s2, h2: 2 * h2))),
+                    swap("attneb.proofs_check.numeric_checks:stage_two_bandwidth", lambda real: (lambda s2, h2: 2 * h2))),
         alternative("Stage-2 bandwidth sigma2 + h2", "the posterior mean taken at sigma2 + h2",
-                    swap("proofs_check.numeric_checks:stage_two_bandwidth", lambda real: (lambda s2, h2: s2 + h2))),
+                    swap("attneb.proofs_check.numeric_checks:stage_two_bandwidth", lambda real: (lambda s2, h2: s2 + h2))),
         alternative("denoiser's Stage 2 at 2 sigma2", "TwoStageDenoiser attends with bandwidth 2 sigma2",
-                    swap("numerics.estimators:TwoStageDenoiser._denoise", _denoise_at_double_bandwidth),
+                    swap("attneb.numerics.estimators:TwoStageDenoiser._denoise", _denoise_at_double_bandwidth),
                     kind="implementation"),
         alternative("denoiser's horizon sigma2 / h2", "the denoiser's default depth is 2 T*",
-                    swap("numerics.flow:leading_horizon", lambda real: (lambda s2, h2: s2 / h2)),
+                    swap("attneb.numerics.flow:leading_horizon", lambda real: (lambda s2, h2: s2 / h2)),
                     kind="implementation"),
     ],
-    covers=("numerics.estimators:TwoStageDenoiser.denoise", "numerics.transformer:TwoStageTransformer.__call__",
-            "numerics.flow:leading_horizon", "numerics.estimators:StageTwoOnly.denoise"),
+    covers=("attneb.numerics.estimators:TwoStageDenoiser.denoise", "attneb.numerics.transformer:TwoStageTransformer.__call__",
+            "attneb.numerics.flow:leading_horizon", "attneb.numerics.estimators:StageTwoOnly.denoise"),
 )
 def stage_two_is_empirical_bayes(ctx: Context) -> Evidence:
     rng = np.random.default_rng(7)
@@ -346,8 +346,8 @@ C3_H2, C3_T = 0.2, 1.3
 def reference_flow(x0: np.ndarray, h2: float, T: float) -> np.ndarray:
     r"""The depth ODE :math:`\dot x_i = a(x_i) - x_i` solved by DOP853 (rtol 1e-12) with the field of the softmax head.
 
-    The field is :class:`numerics.transformer.AttentionHead` (scipy's softmax), not the kernel
-    code of :mod:`numerics.kernels` that :mod:`numerics.flow` uses.
+    The field is :class:`attneb.numerics.transformer.AttentionHead` (scipy's softmax), not the kernel
+    code of :mod:`attneb.numerics.kernels` that :mod:`attneb.numerics.flow` uses.
     """
     head = transformer.AttentionHead.gaussian(x0.shape[1], h2)
 
@@ -367,24 +367,24 @@ def reference_flow(x0: np.ndarray, h2: float, T: float) -> np.ndarray:
     f"(DOP853, rtol 1e-12); and particle_flow's L layers equal the transformer's L layers of step T/L to {IDENTITY_TOL:g}",
     alternatives=[
         alternative("Euler error of order 2", "the asserted order of the layers is 2",
-                    swap("proofs_check.numeric_checks:euler_order", _order_two)),
+                    swap("attneb.proofs_check.numeric_checks:euler_order", _order_two)),
         alternative("layers attend to the initial tokens", "every layer's keys are the tokens at depth 0",
-                    swap("numerics.flow:_euler", _frozen_keys), kind="implementation"),
+                    swap("attneb.numerics.flow:_euler", _frozen_keys), kind="implementation"),
         alternative("second-order (midpoint) layers", "each layer is a midpoint step of the ODE",
-                    swap("numerics.flow:_euler", _midpoint_layers), kind="implementation"),
+                    swap("attneb.numerics.flow:_euler", _midpoint_layers), kind="implementation"),
         alternative("velocity 2 (a - x)", "depth time scaled by 2",
-                    swap("numerics.flow:_velocity", lambda real: (lambda *a: 2 * real(*a))), kind="implementation"),
+                    swap("attneb.numerics.flow:_velocity", lambda real: (lambda *a: 2 * real(*a))), kind="implementation"),
         alternative("velocity x - a", "the field with its sign flipped",
-                    swap("numerics.flow:_velocity", lambda real: (lambda *a: -real(*a))), kind="implementation"),
+                    swap("attneb.numerics.flow:_velocity", lambda real: (lambda *a: -real(*a))), kind="implementation"),
         alternative("field at bandwidth 2 h2", "the layers' kernel twice as wide",
-                    swap("numerics.flow:_velocity", lambda real: (lambda t, h2, *a: real(t, 2 * h2, *a))),
+                    swap("attneb.numerics.flow:_velocity", lambda real: (lambda t, h2, *a: real(t, 2 * h2, *a))),
                     kind="implementation"),
         alternative("one layer short", "the flow stops one layer before T",
-                    swap("numerics.flow:_euler", _one_layer_short), kind="implementation"),
+                    swap("attneb.numerics.flow:_euler", _one_layer_short), kind="implementation"),
         alternative("horizon ignored (depth 1)", "the layers run to depth 1 whatever T",
-                    swap("numerics.flow:_euler", _depth_one), kind="implementation"),
+                    swap("attneb.numerics.flow:_euler", _depth_one), kind="implementation"),
     ],
-    covers=("numerics.flow:particle_flow",),
+    covers=("attneb.numerics.flow:particle_flow",),
 )
 def euler_order_check(ctx: Context) -> Evidence:
     rng = np.random.default_rng(3)
@@ -440,10 +440,10 @@ C9_SIGMA2, C9_H2 = 0.5, 0.1
     alternatives=[
         alternative("depth unnecessary (L = 0 as good)", "the two-stage MSEs replaced by the MSEs of Stage 2 alone on "
                     "an independent block of seeds: equal risk, the measured spread",
-                    swap("proofs_check.numeric_checks:two_stage_mse", lambda real: (lambda mse: mse["L=0, null block"])),
+                    swap("attneb.proofs_check.numeric_checks:two_stage_mse", lambda real: (lambda mse: mse["L=0, null block"])),
                     kind="data"),
         alternative("no Stage 1", "Stage 1 leaves the tokens where they are",
-                    swap("numerics.flow:particle_flow", _no_stage_one), kind="implementation"),
+                    swap("attneb.numerics.flow:particle_flow", _no_stage_one), kind="implementation"),
     ],
 )
 def depth_is_necessary(ctx: Context) -> Evidence:

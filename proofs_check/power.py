@@ -1,7 +1,7 @@
 """Size and power of every check: how often it fails under the true theory and under each wrong one.
 
 A check that passes whatever the theory tells its user nothing. For every check, this module runs
-the check under the true theory and under each registered :class:`~proofs_check.registry.Alternative`
+the check under the true theory and under each registered :class:`~attneb.proofs_check.registry.Alternative`
 (with every alternative applied in turn), over replicates of the check's randomness, and counts
 
 * the **size**: the fraction of replicates in which the check *fails* under the true theory (a
@@ -46,8 +46,7 @@ from pathlib import Path
 from scipy import stats
 from tqdm import tqdm
 
-import numerics
-
+from attneb import numerics
 from .registry import CLAIMS, Alternative, Check, Context
 from .runner import run_check, select
 

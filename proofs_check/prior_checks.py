@@ -1,7 +1,7 @@
 """Evidence about the reference priors: Tweedie's formula (C10), their normalisation and Bayes risks.
 
 C10 says ``E[x | xt] = xt + sigma2 grad log p(xt)`` for every reference prior. The reference priors
-(:data:`REFERENCE_PRIORS`) are built here from :mod:`numerics.priors`: the six priors of the
+(:data:`REFERENCE_PRIORS`) are built here from :mod:`attneb.numerics.priors`: the six priors of the
 estimator table (E4) and the 3-D sphere, all symmetric, centred, with equal weights, radius 1 and
 ``N(0, 1)`` (:data:`ESTIMATOR_TABLE_PRIORS`), nine that are not (:data:`ASYMMETRIC_PRIORS`:
 unequal weights, atoms and means off-centre and of unequal norms, radius 1.7, ``N(0.7, 2.3)`` and a
@@ -37,7 +37,7 @@ registered as superseded (``gating=False``), evaluated on the current measuremen
 
 What a wrong theory changes is looked up at call time through module attributes
 (:func:`tweedie_scale`, :func:`reference_risk`, :func:`risk_dimension`) and the priors' methods
-through their classes, so that :mod:`proofs_check.power` can swap them. Measurements are cached
+through their classes, so that :mod:`attneb.proofs_check.power` can swap them. Measurements are cached
 per replicate in ``ctx.cache``, so a theory alternative decides again on the same draws.
 """
 
@@ -48,7 +48,7 @@ import functools
 import numpy as np
 from scipy import integrate, special
 
-from numerics import priors
+from attneb.numerics import priors
 
 from . import claims as _claims  # noqa: F401  (registers the claims these checks attach to)
 from .finite_differences import five_point_gradient
@@ -242,7 +242,7 @@ T_WIDTH_REFINE = 3
 def student_t_posterior_width(df: float, scale: float, sigma2: float) -> float:
     """``W`` with ``|kappa_5(x_i | xt)| <= 11 W^5`` for a Student-t coordinate: measured, times a margin.
 
-    Not from :mod:`numerics.priors`: the t prior is a scale mixture of Gaussians, ``x | lam ~
+    Not from :mod:`attneb.numerics.priors`: the t prior is a scale mixture of Gaussians, ``x | lam ~
     N(0, s^2 / lam)`` with ``lam ~ Gamma(df / 2, rate df / 2)``, so ``x | t`` is a mixture over
     ``lam`` (weights ``g(lam) N(t; 0, V)``, ``V = s^2 / lam + sigma2``) of ``N(t - t sigma2 / V,
     sigma2 s^2 / (lam V))``, whose moments are closed forms. The mixture is summed by the
@@ -420,14 +420,14 @@ def _box_centred_wrongly(real):
 def _tweedie_alternatives():
     return [
         alternative("Tweedie with sigma for sigma2", "posterior mean compared with xt + sqrt(sigma2) * score",
-                    swap("proofs_check.prior_checks:tweedie_scale", lambda real: (lambda s2: s2**0.5))),
+                    swap("attneb.proofs_check.prior_checks:tweedie_scale", lambda real: (lambda s2: s2**0.5))),
         alternative("Tweedie with the score's sign flipped", "posterior mean compared with xt - sigma2 * score",
-                    swap("proofs_check.prior_checks:tweedie_scale", lambda real: (lambda s2: -s2))),
+                    swap("attneb.proofs_check.prior_checks:tweedie_scale", lambda real: (lambda s2: -s2))),
         alternative("Tweedie with 2 sigma2", "posterior mean compared with xt + 2 sigma2 * score",
-                    swap("proofs_check.prior_checks:tweedie_scale", lambda real: (lambda s2: 2 * s2))),
+                    swap("attneb.proofs_check.prior_checks:tweedie_scale", lambda real: (lambda s2: 2 * s2))),
         alternative("discrete posterior mean at bandwidth 2 sigma2",
                     "Discrete.posterior_mean (the attention step) computed at noise 2 sigma2",
-                    swap("numerics.priors:Discrete._posterior_mean", _bandwidth_doubled), kind="implementation"),
+                    swap("attneb.numerics.priors:Discrete._posterior_mean", _bandwidth_doubled), kind="implementation"),
     ]
 
 
@@ -436,20 +436,20 @@ def _asymmetric_alternatives():
     return [
         alternative("attention step ignores the weights",
                     "Discrete.posterior_mean (and so GaussianMixture's) with equal weights over the atoms",
-                    swap("numerics.priors:Discrete._posterior_mean", _weights_ignored), kind="implementation"),
+                    swap("attneb.numerics.priors:Discrete._posterior_mean", _weights_ignored), kind="implementation"),
         alternative("sphere posterior mean with r for r^2",
                     "UniformSphere.posterior_mean (r / sigma2) g(kappa) xt in place of (r^2 / sigma2) g(kappa) xt",
-                    swap("numerics.priors:UniformSphere._posterior_mean", _sphere_r_for_r2), kind="implementation"),
+                    swap("attneb.numerics.priors:UniformSphere._posterior_mean", _sphere_r_for_r2), kind="implementation"),
         alternative("Gaussian posterior mean with sd for the variance",
                     "Gaussian.posterior_mean m + sd / (sd + sigma2) (xt - m)",
-                    swap("numerics.priors:Gaussian._posterior_mean", _gaussian_sd_for_variance),
+                    swap("attneb.numerics.priors:Gaussian._posterior_mean", _gaussian_sd_for_variance),
                     kind="implementation"),
         alternative("Gaussian posterior mean without the prior mean",
                     "Gaussian.posterior_mean tau2 / (tau2 + sigma2) xt (shrinks towards 0)",
-                    swap("numerics.priors:Gaussian._posterior_mean", _gaussian_mean_dropped), kind="implementation"),
+                    swap("attneb.numerics.priors:Gaussian._posterior_mean", _gaussian_mean_dropped), kind="implementation"),
         alternative("box posterior mean about the wrong centre",
                     "UniformBox.posterior_mean xt - (low + high) / 2 + s E[u] (right only for a box centred at 0)",
-                    swap("numerics.priors:UniformBox._posterior_mean", _box_centred_wrongly), kind="implementation"),
+                    swap("attneb.numerics.priors:UniformBox._posterior_mean", _box_centred_wrongly), kind="implementation"),
     ]
 
 
@@ -495,7 +495,7 @@ def _fd_check_tolerance(prior, sigma2, m):
     alternatives=_tweedie_alternatives() + _asymmetric_alternatives(),
     note=_RENAMED.format(old=f"Tweedie's formula on {_N_PRIORS} reference priors (asymmetric, unequal weights, "
                          "off-centre), closed forms"),
-    covers=tuple(f"numerics.priors:{cls}.{method}" for cls in PRIOR_COVERS
+    covers=tuple(f"attneb.numerics.priors:{cls}.{method}" for cls in PRIOR_COVERS
                  for method in ("posterior_mean", "noisy_score")),
 )
 def tweedie_all_priors(ctx: Context) -> Evidence:
@@ -511,7 +511,7 @@ def tweedie_all_priors(ctx: Context) -> Evidence:
     alternatives=_tweedie_alternatives() + _asymmetric_alternatives(),
     note=_RENAMED.format(old=f"Tweedie's formula on {_N_PRIORS} reference priors (asymmetric, unequal weights, "
                          "off-centre), finite-difference score"),
-    covers=tuple(f"numerics.priors:{cls}.{method}" for cls in PRIOR_COVERS
+    covers=tuple(f"attneb.numerics.priors:{cls}.{method}" for cls in PRIOR_COVERS
                  for method in ("posterior_mean", "noisy_logpdf")),
 )
 def tweedie_finite_differences(ctx: Context) -> Evidence:
@@ -741,35 +741,35 @@ def _normalisation_alternatives():
     return [
         alternative("Discrete log density without -(d/2) log(2 pi h)",
                     "Discrete.noisy_logpdf (and so GaussianMixture's) missing its Gaussian normalising constant",
-                    swap("numerics.priors:Discrete._noisy_logpdf",
+                    swap("attneb.numerics.priors:Discrete._noisy_logpdf",
                          _logpdf_plus(lambda self, s2: 0.5 * self.dim * np.log(2 * np.pi * s2))),
                     kind="implementation"),
         alternative("Gaussian log density without -(d/2) log(2 pi v)",
                     "Gaussian.noisy_logpdf missing its normalising constant",
-                    swap("numerics.priors:Gaussian._noisy_logpdf",
+                    swap("attneb.numerics.priors:Gaussian._noisy_logpdf",
                          _logpdf_plus(lambda self, s2: 0.5 * self.dim * np.log(2 * np.pi * (self.var + s2)))),
                     kind="implementation"),
         alternative("sphere log density without -(d/2) log(2 pi sigma2)",
                     "UniformSphere.noisy_logpdf missing its Gaussian normalising constant",
-                    swap("numerics.priors:UniformSphere._noisy_logpdf",
+                    swap("attneb.numerics.priors:UniformSphere._noisy_logpdf",
                          _logpdf_plus(lambda self, s2: 0.5 * self.dim * np.log(2 * np.pi * s2))),
                     kind="implementation"),
         alternative("box log density without -log(high - low)",
                     "UniformBox.noisy_logpdf missing the prior's density 1 / volume",
-                    swap("numerics.priors:UniformBox._noisy_logpdf",
+                    swap("attneb.numerics.priors:UniformBox._noisy_logpdf",
                          _logpdf_plus(lambda self, s2: float(np.sum(np.log(self.high - self.low))))),
                     kind="implementation"),
         alternative("box log Z + 0.01", "the box's log normal mass log Z (not its score) 0.01 too large",
-                    swap("numerics.priors:_log_normal_mass", _log_mass_shifted), kind="implementation"),
+                    swap("attneb.numerics.priors:_log_normal_mass", _log_mass_shifted), kind="implementation"),
         alternative("Laplace log density without -log(2 b)",
                     "Laplace.noisy_logpdf missing the prior's normalising constant 1 / (2 b) per coordinate",
-                    swap("numerics.priors:Laplace._noisy_logpdf",
+                    swap("attneb.numerics.priors:Laplace._noisy_logpdf",
                          _logpdf_plus(lambda self, s2: self.dim * np.log(2 * self.scale))),
                     kind="implementation"),
         alternative("Student-t log density without its constant",
                     "StudentT.noisy_logpdf missing the prior's normalising constant 1 / (s sqrt(df) B(df / 2, 1 / 2)) "
                     "per coordinate",
-                    swap("numerics.priors:StudentT._noisy_logpdf",
+                    swap("attneb.numerics.priors:StudentT._noisy_logpdf",
                          _logpdf_plus(lambda self, s2: self.dim * float(
                              np.log(self.scale) + 0.5 * np.log(self.df) + special.betaln(self.df / 2, 0.5)))),
                     kind="implementation"),
@@ -794,7 +794,7 @@ def _normalisation_alternatives():
                "points"),
     replication="none",
     alternatives=_normalisation_alternatives(),
-    covers=tuple(f"numerics.priors:{cls}.noisy_logpdf" for cls in PRIOR_COVERS),
+    covers=tuple(f"attneb.numerics.priors:{cls}.noisy_logpdf" for cls in PRIOR_COVERS),
 )
 def noisy_density_normalised(ctx: Context) -> Evidence:
     measured = _normalisation_measured(ctx)
@@ -970,7 +970,7 @@ def _asymmetric_risk_alternatives():
     return [
         alternative("Gaussian mmse with sd for the variance",
                     "Gaussian.mmse sd sigma2 / (sd + sigma2) in place of tau2 sigma2 / (tau2 + sigma2)",
-                    swap("numerics.priors:Gaussian._mmse", _gaussian_mmse_sd_for_variance), kind="implementation"),
+                    swap("attneb.numerics.priors:Gaussian._mmse", _gaussian_mmse_sd_for_variance), kind="implementation"),
     ]
 
 
@@ -979,12 +979,12 @@ def _risk_alternatives():
         alternative("MMSE is the linear (Gaussian) MMSE",
                     "reference risk tau2 sigma2 / (tau2 + sigma2) per coordinate from the prior's variances, "
                     "as if every prior were Gaussian",
-                    swap("proofs_check.prior_checks:reference_risk", lambda real: _linear_risk)),
+                    swap("attneb.proofs_check.prior_checks:reference_risk", lambda real: _linear_risk)),
         alternative("MMSE at sigma for sigma2", "reference risk prior.mmse(sqrt(sigma2))",
-                    swap("proofs_check.prior_checks:reference_risk",
+                    swap("attneb.proofs_check.prior_checks:reference_risk",
                          lambda real: (lambda prior, s2, rng=None: real(prior, s2**0.5, rng)))),
         alternative("risk not per coordinate", "Monte Carlo risk E||x - E[x|xt]||^2 not divided by d",
-                    swap("proofs_check.prior_checks:risk_dimension", lambda real: (lambda prior: 1))),
+                    swap("attneb.proofs_check.prior_checks:risk_dimension", lambda real: (lambda prior: 1))),
     ]
 
 
@@ -995,7 +995,7 @@ def _risk_alternatives():
     alternatives=_risk_alternatives() + _asymmetric_risk_alternatives(),
     note=_RENAMED.format(old=f"Bayes risk of {_N_PRIORS} reference priors (asymmetric, unequal weights, off-centre) "
                          "against Monte Carlo"),
-    covers=tuple(f"numerics.priors:{cls}.mmse" for cls in PRIOR_COVERS),
+    covers=tuple(f"attneb.numerics.priors:{cls}.mmse" for cls in PRIOR_COVERS),
 )
 def bayes_risk_all_priors(ctx: Context) -> Evidence:
     return _risk_evidence(ctx, tuple(REFERENCE_PRIORS))

@@ -9,7 +9,7 @@ check never returns a bare boolean: its :class:`Evidence` carries the numbers.
 Every check names, beside itself, the plausible wrong theories it must reject: each an
 :class:`Alternative` that swaps one or more attributes of the code (a theory evaluator, a
 constant, a numeric routine, or the function that turns stored measurements into the data a
-decision sees) for the wrong version while the check runs. :mod:`proofs_check.power` runs every
+decision sees) for the wrong version while the check runs. :mod:`attneb.proofs_check.power` runs every
 check under the true theory and under each alternative, over replicates of its randomness, and
 reports its size (how often the truth fails) and its power (how often each alternative is
 rejected). The pass criterion is registered with the check (``criterion``), fixed before the run.
@@ -27,8 +27,7 @@ from typing import Any
 
 import numpy as np
 
-import theory
-
+from attneb import theory
 __all__ = [
     "CLAIMS",
     "KINDS",

@@ -106,10 +106,10 @@ def run(
 
     With ``workers > 1`` the claims run in parallel, in that many processes (one BLAS and
     kernel thread each, no progress bars; spawned, or forks of the server that ``attneb verify``
-    starts, :func:`proofs_check.shared_pool.start_server`), each of which loads ``sources`` and
+    starts, :func:`attneb.proofs_check.shared_pool.start_server`), each of which loads ``sources`` and
     runs whole claims: the checks of one claim, and the claims of a group of
     :data:`SHARED_MEASUREMENTS`, run one after another in one process, sharing its cache. The
-    runs of the checks' experiments go to the same processes (:mod:`proofs_check.shared_pool`):
+    runs of the checks' experiments go to the same processes (:mod:`attneb.proofs_check.shared_pool`):
     about ``workers`` computations run at a time. The results do not depend on ``workers``:
     every check computes the same numbers in any process, the store
     takes concurrent writers, and :class:`ClaimResult` s come in registry order. A check that

@@ -2,15 +2,15 @@ r"""E7: the fixed bandwidth against explicit-schedule comparators at equal depth
 
 Three Stage 1s with the same number of layers ``L`` over the same ``N`` noisy tokens, each
 followed by the same Stage 2 (attention of bandwidth :math:`\sigma^2` over the refined tokens,
-queried by the original noisy tokens, :class:`numerics.estimators.StageTwoOnly` fitted on them):
+queried by the original noisy tokens, :class:`attneb.numerics.estimators.StageTwoOnly` fitted on them):
 
-* **fixed**: the paper's layers (:class:`numerics.estimators.TwoStageDenoiser`), bandwidth
+* **fixed**: the paper's layers (:class:`attneb.numerics.estimators.TwoStageDenoiser`), bandwidth
   :math:`h_2` in every layer, horizon :math:`T^* = \sigma^2/(2h_2)`, step :math:`\eta = T^*/L \le 1`
   (so :math:`h_2 \ge \sigma^2/(2L)`); at the paper's schedule :math:`h_2 = (4\sigma^2/e)/\log N`
   (E1's), and at its best :math:`h_2` on the grid :data:`FIXED_RATIOS` (times :math:`\sigma^2`);
-* **annealed**: :func:`numerics.schedules.annealed_flow`, bandwidth :math:`h_l = c\,s_l`
+* **annealed**: :func:`attneb.numerics.schedules.annealed_flow`, bandwidth :math:`h_l = c\,s_l`
   shrinking with the noise still to remove, at its best :math:`c` on :data:`ANNEALED_RATIOS`;
-* **oracle**: :func:`numerics.schedules.oracle_reverse_flow`, the reverse flow with the prior's
+* **oracle**: :func:`attneb.numerics.schedules.oracle_reverse_flow`, the reverse flow with the prior's
   exact posterior mean at the remaining level: the ideal Stage 1 at this depth.
 
 The best :math:`h_2` and :math:`c` of a case (prior, ``N``, ``L``) are those of least mean gap
@@ -24,7 +24,7 @@ how the annealed flow fares with its steps held to at most 1 (:math:`c \ge 1`).
 
 Every scored context also gets Stage 2 over its clean tokens (**ideal**):
 the law of the oracle's tokens as ``L`` grows (``N`` draws of the prior, module docstring of
-:mod:`numerics.schedules`), so the ideal Stage 1's gap is this one, not 0.
+:mod:`attneb.numerics.schedules`), so the ideal Stage 1's gap is this one, not 0.
 
 Score: the in-sample gap to Bayes :math:`\frac{1}{Nd}\sum_i\lVert\hat x_i - E[x\mid\tilde x_i]\rVert^2`
 (the excess risk over the Bayes risk, in expectation). Comparisons are paired (same contexts):
@@ -41,11 +41,11 @@ from pathlib import Path
 import numpy as np
 from scipy import optimize, special
 
-from numerics import flow, kernels, schedules, stats
-from numerics.estimators import StageTwoOnly, TwoStageDenoiser
-from numerics.experiments import draw_batch
-from numerics.priors import Discrete, Gaussian, GaussianMixture
-from numerics.sweep import H2Schedule, ResultStore
+from attneb.numerics import flow, kernels, schedules, stats
+from attneb.numerics.estimators import StageTwoOnly, TwoStageDenoiser
+from attneb.numerics.experiments import draw_batch
+from attneb.numerics.priors import Discrete, Gaussian, GaussianMixture
+from attneb.numerics.sweep import H2Schedule, ResultStore
 
 from . import claims as _claims  # noqa: F401  (registers the claims these checks attach to)
 from . import schedule_figures
@@ -334,16 +334,16 @@ def _doubled_steps(real):
 #: the schedule, and a broken schedule gains none). Registered on both comparisons; the first rejects them.
 _BROKEN_ANNEALED = [
     alternative("annealed flow does nothing", "the annealed flow returns the noisy tokens (Stage 2 alone)",
-                swap("numerics.schedules:annealed_flow", lambda real: lambda noisy, *a, **kw: np.asarray(noisy, float)),
+                swap("attneb.numerics.schedules:annealed_flow", lambda real: lambda noisy, *a, **kw: np.asarray(noisy, float)),
                 kind="implementation"),
     alternative("annealed flow ignores c", "the annealed flow at c = 1 whatever its chosen c",
-                swap("numerics.schedules:annealed_flow",
+                swap("attneb.numerics.schedules:annealed_flow",
                      lambda real: lambda noisy, s2, n_layers, ratio, **kw: real(noisy, s2, n_layers, 1.0, **kw)),
                 kind="implementation"),
     alternative("annealed schedule reversed", "the layers' bandwidths and steps in reverse order",
-                swap("numerics.schedules:annealed_schedule", _reversed_schedule), kind="implementation"),
+                swap("attneb.numerics.schedules:annealed_schedule", _reversed_schedule), kind="implementation"),
     alternative("annealed steps doubled", "every residual step eta_l twice as long",
-                swap("numerics.schedules:annealed_schedule", _doubled_steps), kind="implementation"),
+                swap("attneb.numerics.schedules:annealed_schedule", _doubled_steps), kind="implementation"),
 ]
 
 
@@ -352,7 +352,7 @@ _DEPTH_BUDGET = alternative(
     "a fixed bandwidth with the schedule's depth budget",
     "the annealed layers replaced by a constant bandwidth c sigma2/3 and equal steps whose budget 2 sum eta_l h_l is "
     "the schedule's sigma2 (L + 1)/L: the paper's layers at (1 + 1/L) T*",
-    swap("numerics.schedules:annealed_schedule", _fixed_with_the_schedules_budget), kind="implementation")
+    swap("attneb.numerics.schedules:annealed_schedule", _fixed_with_the_schedules_budget), kind="implementation")
 
 
 def _replaced(estimator, make):
@@ -388,15 +388,15 @@ def stored_cases(store: ResultStore, quick: bool) -> dict:
        alternatives=[
            alternative("no cost: the schedule does as the fixed bandwidth",
                        "every annealed gap replaced by the fixed bandwidth's on the same context",
-                       swap("proofs_check.schedule_checks:gap_of",
+                       swap("attneb.proofs_check.schedule_checks:gap_of",
                             _replaced("annealed", lambda real, run: real(run, "fixed"))),
                        kind="data"),
            alternative("the fixed bandwidth gains 30%", "every gap of the fixed bandwidth at its best h2 times 0.7",
-                       swap("proofs_check.schedule_checks:gap_of",
+                       swap("attneb.proofs_check.schedule_checks:gap_of",
                             _replaced("fixed", lambda real, run: 0.7 * real(run, "fixed"))),
                        kind="data"),
            alternative("schedule secretly fixed", "the annealed flow keeps the bandwidth c sigma2 in every layer",
-                       swap("numerics.schedules:annealed_schedule", _annealed_is_fixed), kind="implementation"),
+                       swap("attneb.numerics.schedules:annealed_schedule", _annealed_is_fixed), kind="implementation"),
            _DEPTH_BUDGET,
            *_BROKEN_ANNEALED,
        ],
@@ -509,16 +509,16 @@ def _wrong_oracle(factor: float = 1.0, level=lambda s, sigma2: s):
                  f"the CDFs, by root finding) at L in {ORACLE_LAYERS}; passes when for both priors the least-squares "
                  f"slope of log error on log L lies in [-{1 + ORDER_TOL:g}, -{1 - ORDER_TOL:g}] and the error at "
                  f"L = {ORACLE_LAYERS[-1]} is at most {ORACLE_ERROR:g}",
-       covers=("numerics.schedules:oracle_reverse_flow", "numerics.schedules:noise_levels"),
+       covers=("attneb.numerics.schedules:oracle_reverse_flow", "attneb.numerics.schedules:noise_levels"),
        alternatives=[
            alternative("score without the factor 1/2", "every step twice as long (dx/d(-s) = score instead of score/2)",
-                       swap("numerics.schedules:oracle_reverse_flow", _wrong_oracle(factor=2.0)),
+                       swap("attneb.numerics.schedules:oracle_reverse_flow", _wrong_oracle(factor=2.0)),
                        kind="implementation"),
            alternative("level read as the noise sd", "the posterior mean at sqrt(s_l) instead of s_l",
-                       swap("numerics.schedules:oracle_reverse_flow", _wrong_oracle(level=lambda s, s2: math.sqrt(s))),
+                       swap("attneb.numerics.schedules:oracle_reverse_flow", _wrong_oracle(level=lambda s, s2: math.sqrt(s))),
                        kind="implementation"),
            alternative("level frozen at sigma2", "the posterior mean at the initial noise level in every layer",
-                       swap("numerics.schedules:oracle_reverse_flow", _wrong_oracle(level=lambda s, s2: s2)),
+                       swap("attneb.numerics.schedules:oracle_reverse_flow", _wrong_oracle(level=lambda s, s2: s2)),
                        kind="implementation"),
        ])
 def oracle_transport(ctx: Context) -> Evidence:
@@ -578,12 +578,12 @@ def _euler_in_s(real):
        criterion=f"d in {{1, 2}}, L in {{1, 4, 16}}, c in {{1/4, 1}}, 64 tokens: max |annealed_flow - the layers "
                  f"written out with kernels.kernel_mean| <= {IDENTITY_RTOL:g} x max |output|; and on 1024 tokens of "
                  f"two clusters (L = 4, c = 1/4) the binned path (tol 1e-9) within {BINNED_RTOL:g} x the tokens' range",
-       covers=("numerics.schedules:annealed_flow", "numerics.schedules:annealed_schedule"),
+       covers=("attneb.numerics.schedules:annealed_flow", "attneb.numerics.schedules:annealed_schedule"),
        alternatives=[
            alternative("schedule secretly fixed", "the annealed flow keeps the bandwidth c sigma2 in every layer",
-                       swap("numerics.schedules:annealed_schedule", _annealed_is_fixed), kind="implementation"),
+                       swap("attneb.numerics.schedules:annealed_schedule", _annealed_is_fixed), kind="implementation"),
            alternative("Euler in the variance", "steps (s_l - s_l+1)/(2 h_l) of explicit Euler in s",
-                       swap("numerics.schedules:annealed_schedule", _euler_in_s), kind="implementation"),
+                       swap("attneb.numerics.schedules:annealed_schedule", _euler_in_s), kind="implementation"),
        ])
 def annealed_written_out(ctx: Context) -> Evidence:
     diff = annealed_differences()
@@ -816,18 +816,18 @@ TUNED_NOTE = (
        alternatives=[
            alternative("the fixed bandwidth's best horizon is T*",
                        "every gap of the tuned comparator replaced by that of the fixed bandwidth held at T* (its best "
-                       "h2 there) on the same context", swap("proofs_check.schedule_checks:gap_of",
+                       "h2 there) on the same context", swap("attneb.proofs_check.schedule_checks:gap_of",
                                                              _replaced("fixed", lambda real, run: real(run, "held"))),
                        kind="data"),
            alternative("annealed = the fixed bandwidth at its chosen horizon",
                        "every annealed gap replaced by that of the fixed bandwidth at its tuned h2 and T on the same "
-                       "context", swap("proofs_check.schedule_checks:gap_of",
+                       "context", swap("attneb.proofs_check.schedule_checks:gap_of",
                                        _replaced("annealed", lambda real, run: real(run, "fixed"))), kind="data"),
            alternative("the schedule gains 30%", "every annealed gap times 0.7",
-                       swap("proofs_check.schedule_checks:gap_of",
+                       swap("attneb.proofs_check.schedule_checks:gap_of",
                             _replaced("annealed", lambda real, run: 0.7 * real(run, "annealed"))), kind="data"),
            alternative("the comparator's horizon ignored", "the tuned comparator runs to T* at every grid point",
-                       swap("proofs_check.schedule_checks:_fixed_at", _horizon_ignored), kind="implementation"),
+                       swap("attneb.proofs_check.schedule_checks:_fixed_at", _horizon_ignored), kind="implementation"),
            _DEPTH_BUDGET,
            *_BROKEN_ANNEALED,
        ],

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from numerics import stats
+from attneb.numerics import stats
 
 from .figures import GAP_LABEL, N_LABEL, _colours, save
 
@@ -38,7 +38,7 @@ def plot_schedules(cases: dict, folder: Path) -> Path:
     ----------
     cases : dict
         ``(prior, N, L) -> {"selection": [...], "chosen": (h2 / sigma2, c), "runs": [scored records]}``, as
-        :func:`proofs_check.schedule_checks.stored_cases` returns them.
+        :func:`attneb.proofs_check.schedule_checks.stored_cases` returns them.
     folder : pathlib.Path
     """
     import matplotlib.pyplot as plt

@@ -4,8 +4,8 @@
 bars), forks of a fork server that imported the toolkit once (:func:`start_server`). Each
 takes, in turn, a run that some check is waiting for or, when none is queued, the next group of
 claims, whose checks it runs. A check hands the runs of its experiments
-(:func:`proofs_check.studies.computed`, the sweeps of
-:func:`proofs_check.studies.run_configs`) to its process's :class:`SharedExecutor`, which queues
+(:func:`attneb.proofs_check.studies.computed`, the sweeps of
+:func:`attneb.proofs_check.studies.run_configs`) to its process's :class:`SharedExecutor`, which queues
 them where every process of the pool can take them; while the check waits for them, a thread of
 its own process computes them too (only its own: no run computes beside another check in
 progress, whose process state, warnings filters say, it would share). So one interpreter starts
@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future
 from multiprocessing import forkserver
 
-from numerics.sweep.workers import THREAD_VARS, _init_worker, child_environment
+from attneb.numerics.sweep.workers import THREAD_VARS, _init_worker, child_environment
 
 __all__ = ["RemoteTraceback", "SharedExecutor", "in_run", "run_groups", "shared_executor", "start_server"]
 
@@ -50,7 +50,7 @@ _POLL_S = 0.02
 _WATCH_S = 1.0
 
 #: What the pool's processes import before they are forked (once, in the fork server).
-_PRELOAD = ("proofs_check.runner",)
+_PRELOAD = ("attneb.proofs_check.runner",)
 #: Set in the pool's processes: one BLAS and kernel thread each, no progress bars.
 _CHILD_VARIABLES = {**dict.fromkeys(THREAD_VARS, "1"), "TQDM_DISABLE": "1"}
 
@@ -69,7 +69,7 @@ def start_server() -> None:
     """Start a fork server for the pools of this process; ``attneb verify`` calls this first.
 
     The fork server is a fresh interpreter (one BLAS thread, no progress bars) that imports the
-    toolkit (``proofs_check.runner``: numpy, scipy, sympy and every check) once. The processes of
+    toolkit (``attneb.proofs_check.runner``: numpy, scipy, sympy and every check) once. The processes of
     a later :func:`run_groups` are forks of it, so ``W`` processes cost one import instead of
     ``W`` (about 1.2 s of one core each on a 2-core Xeon VM, 5.5 s on a 16-core gVisor host), and
     started early, the server imports beside the command's own imports. It lives until this
@@ -280,7 +280,7 @@ def run_groups(groups: Sequence, run_claims: Callable, args: tuple, *, workers: 
     ``args`` must be picklable (``run_claims`` a module-level function). The processes (one BLAS
     thread each, no progress bars) are forks of the server of :func:`start_server` where it runs
     with this environment, else spawned; they load ``sources`` first (see
-    :func:`proofs_check.runner.load`). If ``run_claims`` raises in a worker, the exception is
+    :func:`attneb.proofs_check.runner.load`). If ``run_claims`` raises in a worker, the exception is
     raised here, with its traceback as ``__cause__``; if a worker process dies, a
     ``RuntimeError`` names the claims it was running. Closing the generator, or an exception,
     ends every process of the pool at once.

@@ -32,12 +32,12 @@ from scipy import integrate, optimize, special
 from scipy import stats as scipy_stats
 from scipy.special import logsumexp
 
-from numerics import flow, kernels, meanfield, stats
-from numerics.estimators import StageTwoOnly
-from numerics.experiments import draw_batch
-from numerics.priors import Gaussian
-from numerics.sweep import ResultStore, canonical_json
-from theory import depth_noise, stability
+from attneb.numerics import flow, kernels, meanfield, stats
+from attneb.numerics.estimators import StageTwoOnly
+from attneb.numerics.experiments import draw_batch
+from attneb.numerics.priors import Gaussian
+from attneb.numerics.sweep import ResultStore, canonical_json
+from attneb.theory import depth_noise, stability
 
 from . import claims as _claims  # noqa: F401  (registers the claims these checks attach to)
 from . import stability_figures
@@ -248,7 +248,7 @@ def onset_design(quick: bool) -> dict:
 
 
 def _clumped(n: int):
-    """``stop`` of :func:`numerics.meanfield.token_trajectory`: the moving average of S has reached N/CLUMP_DIVISOR."""
+    """``stop`` of :func:`attneb.numerics.meanfield.token_trajectory`: the moving average of S has reached N/CLUMP_DIVISOR."""
     return lambda depth, variance, row: bool(row.size) and _smoothed(row).max() >= n / CLUMP_DIVISOR
 
 
@@ -479,15 +479,15 @@ def _law_text(d: dict, runs: list[dict], design: dict) -> str:
 
 _ONSET_ALTERNATIVES = [
     alternative("flat structure factor", "each run's clump wavenumber drawn uniformly from its k grid",
-                swap("proofs_check.stability_checks:clump_wavenumbers", lambda real: flat_wavenumbers),
+                swap("attneb.proofs_check.stability_checks:clump_wavenumbers", lambda real: flat_wavenumbers),
                 kind="data"),
     alternative("rate peaking at 1/e", "lambda(k) = h2 k^2 exp(-h2 k^2): k* = 1/sqrt(h2), lambda* = 1/e, "
                 "N_c = exp(sigma2/(e h2)) (band and law from the swapped rate)",
-                swap("theory.stability:growth_rate", _one_over_e_rate),
-                swap("theory.stability:fastest_mode", lambda real: lambda h2: (1 / np.sqrt(h2), 1 / np.e)),
-                swap("theory.stability:token_scaling", lambda real: lambda s2, h2: np.exp(s2 / (np.e * h2)))),
+                swap("attneb.theory.stability:growth_rate", _one_over_e_rate),
+                swap("attneb.theory.stability:fastest_mode", lambda real: lambda h2: (1 / np.sqrt(h2), 1 / np.e)),
+                swap("attneb.theory.stability:token_scaling", lambda real: lambda s2, h2: np.exp(s2 / (np.e * h2)))),
     alternative("N_c law with 1/e", "N_c = exp(sigma2/(e h2)) instead of exp(2 sigma2/(e h2))",
-                swap("theory.stability:token_scaling", lambda real: lambda s2, h2: np.exp(s2 / (np.e * h2)))),
+                swap("attneb.theory.stability:token_scaling", lambda real: lambda s2, h2: np.exp(s2 / (np.e * h2)))),
 ]
 
 
@@ -496,15 +496,15 @@ _ONSET_ALTERNATIVES = [
        replication="subsample",
        alternatives=_ONSET_ALTERNATIVES + [
            alternative("rate lambda* x 0.75", "N_c = exp(0.75 x 2 sigma2/(e h2)): the law's rate 0.75 x 2/e",
-                       swap("theory.stability:token_scaling", _law_rate_times(0.75))),
+                       swap("attneb.theory.stability:token_scaling", _law_rate_times(0.75))),
            alternative("rate lambda* x 1.25", "N_c = exp(1.25 x 2 sigma2/(e h2)): the law's rate 1.25 x 2/e",
-                       swap("theory.stability:token_scaling", _law_rate_times(1.25))),
+                       swap("attneb.theory.stability:token_scaling", _law_rate_times(1.25))),
            alternative("clumps at k*/sqrt 2", "every measured clump wavenumber x 1/sqrt 2 (the fastest mode of the "
                        "rate peaking at 1/e)",
-                       swap("proofs_check.stability_checks:clump_wavenumbers", _wavenumbers_times(2 ** -0.5)),
+                       swap("attneb.proofs_check.stability_checks:clump_wavenumbers", _wavenumbers_times(2 ** -0.5)),
                        kind="data"),
            alternative("clumps at 1.3 k*", "every measured clump wavenumber x 1.3",
-                       swap("proofs_check.stability_checks:clump_wavenumbers", _wavenumbers_times(1.3)),
+                       swap("attneb.proofs_check.stability_checks:clump_wavenumbers", _wavenumbers_times(1.3)),
                        kind="data"),
        ],
        note="what the data support: on the stored pools (seeds 100-139 full, 100-114 quick) the coefficient sits "
@@ -548,12 +548,12 @@ def onset_confirmatory(ctx: Context) -> Evidence:
        replication="subsample",
        alternatives=_ONSET_ALTERNATIVES + [  # the last three added with its successor: this check passes them
            alternative("rate lambda* x 0.97", "N_c = exp(0.97 x 2 sigma2/(e h2)): the law's rate 0.97 x 2/e",
-                       swap("theory.stability:token_scaling", _law_rate_times(0.97))),
+                       swap("attneb.theory.stability:token_scaling", _law_rate_times(0.97))),
            alternative("clumps at k*/sqrt 2", "every measured clump wavenumber x 1/sqrt 2",
-                       swap("proofs_check.stability_checks:clump_wavenumbers", _wavenumbers_times(2 ** -0.5)),
+                       swap("attneb.proofs_check.stability_checks:clump_wavenumbers", _wavenumbers_times(2 ** -0.5)),
                        kind="data"),
            alternative("clumps at 1.3 k*", "every measured clump wavenumber x 1.3",
-                       swap("proofs_check.stability_checks:clump_wavenumbers", _wavenumbers_times(1.3)),
+                       swap("attneb.proofs_check.stability_checks:clump_wavenumbers", _wavenumbers_times(1.3)),
                        kind="data"),
        ],
        gating=False,
@@ -608,7 +608,7 @@ def _flat_first_version_peaks(real):
        replication="seeds",
        alternatives=[alternative("flat structure factor", "each clumped run's peak drawn uniformly from the k grid "
                                  "(fresh draws in every replicate; the measured runs are the same)",
-                                 swap("proofs_check.stability_checks:first_version_peaks", _flat_first_version_peaks),
+                                 swap("attneb.proofs_check.stability_checks:first_version_peaks", _flat_first_version_peaks),
                                  kind="data")],
        note="superseded by 'E3: onset of finite-N fluctuations': this band test passes a flat structure factor "
             "(no preferred scale) 18% of the time with 12 clumped runs and 46% with 30; the N_c law was not tested. "
@@ -880,18 +880,18 @@ def _growth_times(factor):
 #: The wrong theories of the dimension checks (this one and the threshold checks of dimension_checks).
 DIMENSION_ALTERNATIVES = [
     alternative("N_c independent of d", "every dimension predicted as d = 1 (the per-mode law has no d)",
-                swap("proofs_check.stability_checks:predicted_fluctuation", _same_in_every_dimension)),
+                swap("attneb.proofs_check.stability_checks:predicted_fluctuation", _same_in_every_dimension)),
     alternative("every mode at the fastest rate", "lambda(k) = lambda* = 2/e for every k: the h2^(-d/2) modes "
                 "of the kernel's band all grow at the top rate",
-                swap("theory.stability:growth_rate", _fastest_everywhere)),
+                swap("attneb.theory.stability:growth_rate", _fastest_everywhere)),
     alternative("no growth", "lambda = 0: the fluctuations at T* are the sampling noise of depth 0",
-                swap("theory.stability:growth_rate", lambda real: lambda k, h2: 0.0)),
+                swap("attneb.theory.stability:growth_rate", lambda real: lambda k, h2: 0.0)),
     alternative("rate peaking at 1/e", "lambda(k) = h2 k^2 exp(-h2 k^2)",
-                swap("theory.stability:growth_rate", _one_over_e_rate)),
-    alternative("rate x 0.5", "lambda(k) x 0.5", swap("theory.stability:growth_rate", _growth_times(0.5))),
-    alternative("rate x 1.5", "lambda(k) x 1.5", swap("theory.stability:growth_rate", _growth_times(1.5))),
+                swap("attneb.theory.stability:growth_rate", _one_over_e_rate)),
+    alternative("rate x 0.5", "lambda(k) x 0.5", swap("attneb.theory.stability:growth_rate", _growth_times(0.5))),
+    alternative("rate x 1.5", "lambda(k) x 1.5", swap("attneb.theory.stability:growth_rate", _growth_times(1.5))),
     alternative("rate x 0.85", "lambda(k) x 0.85 (a near miss)",
-                swap("theory.stability:growth_rate", _growth_times(0.85))),
+                swap("attneb.theory.stability:growth_rate", _growth_times(0.85))),
 ]
 
 

@@ -28,11 +28,11 @@ def plot_stability(runs: list[dict], prediction: dict, onset: list[dict], decisi
     runs : list of dict
         Records of the first version (``h2 = 0.05``; may be empty).
     prediction : dict
-        Its mean-field prediction (:func:`proofs_check.stability_checks.prediction`).
+        Its mean-field prediction (:func:`attneb.proofs_check.stability_checks.prediction`).
     onset : list of dict
-        Parsed onset runs of the seeds to show (:func:`proofs_check.stability_checks._parsed_onset`).
+        Parsed onset runs of the seeds to show (:func:`attneb.proofs_check.stability_checks._parsed_onset`).
     decision : dict or None
-        :func:`proofs_check.stability_checks.decide_onset` on ``onset``.
+        :func:`attneb.proofs_check.stability_checks.decide_onset` on ``onset``.
     folder : pathlib.Path
     """
     import matplotlib.pyplot as plt

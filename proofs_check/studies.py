@@ -1,9 +1,9 @@
 """Experiments E1-E5: what each stores, and how its figure is drawn back from the store.
 
 A :class:`Study` is one experiment of the report. Its data live in the report folder's
-SQLite store (:class:`numerics.sweep.ResultStore`): risk sweeps as rows of the ``runs``
+SQLite store (:class:`attneb.numerics.sweep.ResultStore`): risk sweeps as rows of the ``runs``
 table under experiment names ``"<study>-<part>-<mode>"``, other measurements as records.
-Its check (in :mod:`proofs_check.convergence_checks` or :mod:`proofs_check.stability_checks`)
+Its check (in :mod:`attneb.proofs_check.convergence_checks` or :mod:`attneb.proofs_check.stability_checks`)
 fills the store, resuming whatever an interrupted run left, and draws the figure through
 :meth:`Study.plot`; ``attneb plot NAME --store PATH`` calls the same :meth:`Study.plot`,
 so a figure is redrawn from stored numbers without recomputing anything. A power analysis may
@@ -24,8 +24,8 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from numerics import sweep
-from numerics.sweep.workers import THREAD_VARS, child_environment
+from attneb.numerics import sweep
+from attneb.numerics.sweep.workers import THREAD_VARS, child_environment
 
 from .shared_pool import in_run, shared_executor
 
@@ -42,7 +42,7 @@ class Study:
         Identifier used by ``attneb plot`` and a one-line description.
     draw : callable
         ``draw(store, quick, folder) -> Path``: read the study's data of one mode from an open
-        :class:`numerics.sweep.ResultStore`, write ``folder/<figure>.png`` and ``.pdf``, return the PNG.
+        :class:`attneb.numerics.sweep.ResultStore`, write ``folder/<figure>.png`` and ``.pdf``, return the PNG.
         Raises ``LookupError`` when the store holds none of the study's data for that mode.
     """
 
@@ -88,7 +88,7 @@ def run_configs(configs: list[dict], store_path: Path, *, workers: int = 1) -> d
     """Run (or resume) the sweeps ``configs`` into the store with ``workers`` processes; rows by experiment name.
 
     With ``workers > 1`` in a process of a parallel ``verify``, the runs go to its pool
-    (:mod:`proofs_check.shared_pool`) instead of a pool of their own; inside a run of that
+    (:mod:`attneb.proofs_check.shared_pool`) instead of a pool of their own; inside a run of that
     pool, they run here.
     """
     shared = shared_executor() if workers > 1 else None
@@ -118,9 +118,9 @@ def computed(todo: list[tuple], run, workers: int, desc: str):
 
     In this process when ``workers <= 1`` (where monkeypatches and swapped implementations
     apply) or inside a run of the pool; else in the pool of a parallel ``verify``
-    (:mod:`proofs_check.shared_pool`) when this process belongs to one, or in a pool of
+    (:mod:`attneb.proofs_check.shared_pool`) when this process belongs to one, or in a pool of
     ``workers`` spawned processes with one BLAS thread each; ``2 * workers`` runs at most are
-    submitted and not finished at once (:func:`numerics.sweep.iter_results`). The caller stores
+    submitted and not finished at once (:func:`attneb.numerics.sweep.iter_results`). The caller stores
     each record as it comes, so an interrupted run loses only the runs in flight.
     """
     if workers <= 1 or len(todo) < 2 or in_run():
@@ -142,5 +142,5 @@ def computed(todo: list[tuple], run, workers: int, desc: str):
 
 
 def _unpacked(run, args: tuple):
-    """``run(*args)``: a picklable adapter of a run to :func:`numerics.sweep.iter_results`' one argument."""
+    """``run(*args)``: a picklable adapter of a run to :func:`attneb.numerics.sweep.iter_results`' one argument."""
     return run(*args)

@@ -1,6 +1,6 @@
 """Symbolic evidence: each derivation of :mod:`theory` checked for the claims it bears on.
 
-A derivation bears on the claims its typed-in :class:`theory.Claim` objects name (``ref``), plus
+A derivation bears on the claims its typed-in :class:`attneb.theory.Claim` objects name (``ref``), plus
 the toolkit's own claims (G1, S1) for the derivations that establish them.
 :data:`DERIVATION_CLAIMS` spells the mapping out so that importing this module does not build the
 derivations (seconds of sympy); a test keeps it equal to the refs. Each derivation is checked once
@@ -8,7 +8,7 @@ per run (kept in the run's :class:`Context`) and its check is registered under e
 bears on by :func:`register_derivation`, which a researcher's own module may call too.
 
 The wrong theories a derivation check must reject are its claims, mutated one at a time
-(:func:`theory.mutations.mutants`): the typed closed form times ``(1 + eps)``, plus ``eps`` times
+(:func:`attneb.theory.mutations.mutants`): the typed closed form times ``(1 + eps)``, plus ``eps`` times
 a free symbol, with a changed coefficient, and so on. Each mutant replaces the derivation while
 the check runs; a check that still passed would be a claim that holds by construction.
 """
@@ -18,8 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from functools import cache
 
-import theory
-
+from attneb import theory
 from . import claims as _claims  # noqa: F401  (registers the claims these checks attach to)
 from .registry import Alternative, Context, Evidence, alternative, check, swap
 
@@ -83,7 +82,7 @@ def _mutant_alternatives(name: str) -> Callable[[], list[Alternative]]:
     @cache
     def build() -> list[Alternative]:
         """each claim of the derivation mutated in turn (theory.mutations.mutants)"""
-        from theory import mutations  # building mutants needs the derivation anyway
+        from attneb.theory import mutations  # building mutants needs the derivation anyway
 
         real = BUILDERS[name]()
         return [

@@ -1,19 +1,19 @@
 r"""E6: minimal transformers trained by gradient descent, against the two-stage construction (T0-T3).
 
-T0 is a claim of the toolkit about :mod:`numerics.training` (the network at the construction's
+T0 is a claim of the toolkit about :mod:`attneb.numerics.training` (the network at the construction's
 parameters is the paper's network; its backward pass is the gradient of its loss). T1-T3 are
-*questions* (:class:`proofs_check.registry.Claim`): what does training find? Their criteria are
+*questions* (:class:`attneb.proofs_check.registry.Claim`): what does training find? Their criteria are
 those issue 10 proposed, fixed here before any E6 run; an answer "no" is a finding about the
 theory, reported with its numbers.
 
 The runs: for each prior (a Gaussian :math:`N(2\cdot\mathbf 1, I_d)` off the origin, and two
 clusters :math:`\tfrac12 N(-0.5\cdot\mathbf 1, 0.25 I) + \tfrac12 N(2.5\cdot\mathbf 1, 0.25 I)`), each
-``d``, each ``sigma2`` and each seed, :func:`numerics.training.fit_transformer` trains the scalar
+``d``, each ``sigma2`` and each seed, :func:`attneb.numerics.training.fit_transformer` trains the scalar
 network (``N = 64`` tokens, ``L = 4`` layers, 16 contexts a step, Adam from 0.03 on a cosine
 schedule) from a random initialisation: Stage-1 bandwidths within a factor ``e`` of ``sigma2``
 (the construction's are ``sigma2/4``), Stage-2 bandwidth a factor 2 to 4 from ``sigma2``. Each
 trained network is then scored on 128 fresh contexts beside the constructed network of the same
-``L`` and ``N`` (:class:`numerics.transformer.TwoStageTransformer`, ``h2 = sigma2/4``,
+``L`` and ``N`` (:class:`attneb.numerics.transformer.TwoStageTransformer`, ``h2 = sigma2/4``,
 ``eta = T*/L``), that construction tuned over ``h2`` and ``eta`` on contexts of its own
 (:func:`tuned_construction`; reported, not decided on), Stage 2 alone (``L = 0``), the NPMLE and the
 Bayes posterior mean, all on the same contexts. One record per run goes into the report folder's store as it finishes (the training
@@ -30,14 +30,14 @@ from pathlib import Path
 import numpy as np
 from scipy import stats as scipy_stats
 
-from numerics import flow, stats, training
-from numerics.estimators import StageTwoOnly
-from numerics.npmle import NPMLE
-from numerics.priors import Gaussian, GaussianMixture, Prior
-from numerics.sweep import ResultStore
-from numerics.training import TrainedTransformer, fit_transformer, init_params
-from numerics.transformer import TwoStageTransformer
-from theory import depth_noise, gaussian
+from attneb.numerics import flow, stats, training
+from attneb.numerics.estimators import StageTwoOnly
+from attneb.numerics.npmle import NPMLE
+from attneb.numerics.priors import Gaussian, GaussianMixture, Prior
+from attneb.numerics.sweep import ResultStore
+from attneb.numerics.training import TrainedTransformer, fit_transformer, init_params
+from attneb.numerics.transformer import TwoStageTransformer
+from attneb.theory import depth_noise, gaussian
 
 from . import claims as _claims  # noqa: F401  (registers the claims these checks attach to)
 from . import training_figures
@@ -263,7 +263,7 @@ def _bandwidth_alternatives(target: str, factors) -> list:
 
 _LEARNED_TIMES_13 = alternative(
     "learned bandwidths x 1.3", "every learned Stage-2 bandwidth (and nothing else) times 1.3",
-    swap("proofs_check.training_checks:_stage2_h2", lambda real: lambda run: 1.3 * real(run)), kind="data")
+    swap("attneb.proofs_check.training_checks:_stage2_h2", lambda real: lambda run: 1.3 * real(run)), kind="data")
 
 
 #: Beside every question's check: what its power analysis measures.
@@ -288,7 +288,7 @@ def _figures(ctx: Context) -> tuple[str, ...]:
 @check("T1", "E6: learned Stage-2 bandwidth within 15% of sigma2 (two-cluster prior)",
        criterion=f"in every case (d, sigma2) of the design the mean over seeds of 1/(beta_s sigma2) lies in "
                  f"[{1 - STAGE2_RTOL:g}, {1 + STAGE2_RTOL:g}] (issue 10's criterion)",
-       alternatives=_bandwidth_alternatives("proofs_check.training_checks:predicted_stage2_bandwidth",
+       alternatives=_bandwidth_alternatives("attneb.proofs_check.training_checks:predicted_stage2_bandwidth",
                                             (2.0, 0.5, 1.3)) + [_LEARNED_TIMES_13],
        note=E6_POWER_NOTE)
 def stage2_bandwidth_two_cluster(ctx: Context) -> Evidence:
@@ -303,7 +303,7 @@ def stage2_bandwidth_two_cluster(ctx: Context) -> Evidence:
 @check("T1", "E6: learned Stage-2 bandwidth within 15% of sigma2 (Gaussian prior)",
        criterion=f"as for the two-cluster prior: in every case the mean over seeds of 1/(beta_s sigma2) lies in "
                  f"[{1 - STAGE2_RTOL:g}, {1 + STAGE2_RTOL:g}]",
-       alternatives=_bandwidth_alternatives("proofs_check.training_checks:predicted_stage2_bandwidth",
+       alternatives=_bandwidth_alternatives("attneb.proofs_check.training_checks:predicted_stage2_bandwidth",
                                             (2.0, 0.5, 1.3)) + [_LEARNED_TIMES_13],
        note="ill-posed for a Gaussian prior, as theory.gaussian.stage2_bandwidth_family shows (derived before the "
             "runs): Stage 2 over tokens of variance s is Bayes at h = s sigma2/tau2 for every s, so sigma2 is one "
@@ -318,9 +318,9 @@ def stage2_bandwidth_gaussian(ctx: Context) -> Evidence:
        criterion=f"in every case the mean over seeds of 1/beta_s over h(s) = s sigma2/tau2, with s the measured "
                  f"variance of the refined tokens (per coordinate, within contexts), lies in "
                  f"[{1 - STAGE2_RTOL:g}, {1 + STAGE2_RTOL:g}]",
-       alternatives=_bandwidth_alternatives("proofs_check.training_checks:predicted_family_bandwidth", (1.3, 0.7)) + [
+       alternatives=_bandwidth_alternatives("attneb.proofs_check.training_checks:predicted_family_bandwidth", (1.3, 0.7)) + [
            alternative("h = sigma2 whatever s", "the family replaced by the construction's point h = sigma2",
-                       swap("proofs_check.training_checks:predicted_family_bandwidth",
+                       swap("attneb.proofs_check.training_checks:predicted_family_bandwidth",
                             lambda real: lambda s, sigma2: sigma2)),
            _LEARNED_TIMES_13],
        note=E6_POWER_NOTE)
@@ -354,13 +354,13 @@ def _budget(run: dict) -> float:
                  f"(= sigma2: 1) and is at most +-{SLOPE_HALF_WIDTH:g} wide",
        alternatives=[
            alternative("budget 2 sigma2", "predicted budget 2 sigma2 (slope 2)",
-                       swap("proofs_check.training_checks:predicted_depth_budget", lambda real: lambda s: 2 * real(s))),
+                       swap("attneb.proofs_check.training_checks:predicted_depth_budget", lambda real: lambda s: 2 * real(s))),
            alternative("budget sigma2/2", "predicted budget sigma2/2 (slope 1/2)",
-                       swap("proofs_check.training_checks:predicted_depth_budget", lambda real: lambda s: real(s) / 2)),
+                       swap("attneb.proofs_check.training_checks:predicted_depth_budget", lambda real: lambda s: real(s) / 2)),
            alternative("Stage 1 unused", "predicted budget 0 at every sigma2 (slope 0)",
-                       swap("proofs_check.training_checks:predicted_depth_budget", lambda real: lambda s: 0.0)),
+                       swap("attneb.proofs_check.training_checks:predicted_depth_budget", lambda real: lambda s: 0.0)),
            alternative("budgets x 2", "every measured budget doubled",
-                       swap("proofs_check.training_checks:_budget", lambda real: lambda run: 2 * real(run)),
+                       swap("attneb.proofs_check.training_checks:_budget", lambda real: lambda run: 2 * real(run)),
                        kind="data"),
        ],
        note=E6_POWER_NOTE)
@@ -406,7 +406,7 @@ def relative_excess(case: list[dict], against: str = "constructed") -> stats.Int
        alternatives=[
            alternative(f"trained = construction x {factor:g}", f"every trained risk replaced by the construction's "
                        f"risk on the same context times {factor:g}",
-                       swap("proofs_check.training_checks:risk_of",
+                       swap("attneb.proofs_check.training_checks:risk_of",
                             lambda real, factor=factor: lambda run, est: factor * real(run, "constructed")
                             if est == "trained" else real(run, est)), kind="data")
            for factor in (1.02, 1.05)],
@@ -482,14 +482,14 @@ def _contexts(rng, dim: int, batch: int = 3, n: int = 6):
 @check("T0", "network at the construction's parameters = TwoStageTransformer",
        criterion=f"for d in {{1, 2, 3}}, L in {{0, 1, 4}} and both parametrizations, on three contexts of six "
                  f"tokens, max |difference| <= {CONSTRUCTION_RTOL:g} x max |output|",
-       covers=("numerics.training:TrainedTransformer.denoise",),
+       covers=("attneb.numerics.training:TrainedTransformer.denoise",),
        alternatives=[
            alternative("residual step eta/2", "Stage-1 layers with half the step",
-                       swap("numerics.training:_stage_one", lambda real: lambda params, kind, noisy, tape=None: real(
+                       swap("attneb.numerics.training:_stage_one", lambda real: lambda params, kind, noisy, tape=None: real(
                            {**params, "eta": np.asarray(params["eta"]) / 2}, kind, noisy, tape)),
                        kind="implementation"),
            alternative("no long skip", "Stage 2 queried by the refined tokens instead of the noisy ones",
-                       swap("numerics.training:_forward", lambda real: _forward_without_long_skip),
+                       swap("attneb.numerics.training:_forward", lambda real: _forward_without_long_skip),
                        kind="implementation"),
        ])
 def construction_matches(ctx: Context) -> Evidence:
@@ -530,7 +530,7 @@ def trained_like_params(dim: int, n_layers: int, sigma2: float, kind: str, rng) 
 
 
 def _reference_output(params: dict, noisy: np.ndarray) -> np.ndarray:
-    r"""The network on one context ``(n, d)``, written out independently of :mod:`numerics.training`.
+    r"""The network on one context ``(n, d)``, written out independently of :mod:`attneb.numerics.training`.
 
     Per head :math:`S_{ij} = q_i^\top A x_j - \tfrac12 x_j^\top A x_j`, weights by scipy's softmax,
     values :math:`W x_j`; scalar parameters give :math:`A = e^{\log\beta} I`, :math:`W = e^{\log v} I`.
@@ -563,14 +563,14 @@ _TRAINED_LIKE_CASES = [(dim, kind) for dim in (1, 2, 3) for kind in ("scalar", "
                  f"of 64 tokens: max |difference| <= {CONSTRUCTION_RTOL:g} x max |output| (added after the referee "
                  "showed that a forward pass clipping the steps to [0, 1] or capping the bandwidths passes the checks "
                  "at the construction and near the initialisation)",
-       covers=("numerics.training:TrainedTransformer.denoise",),
+       covers=("attneb.numerics.training:TrainedTransformer.denoise",),
        alternatives=[
            alternative("steps clipped to [0, 1]", "the forward pass clips every eta_l to [0, 1]",
-                       swap("numerics.training:_stage_one", lambda real: lambda params, kind, noisy, tape=None: real(
+                       swap("attneb.numerics.training:_stage_one", lambda real: lambda params, kind, noisy, tape=None: real(
                            {**params, "eta": np.clip(params["eta"], 0.0, 1.0)}, kind, noisy, tape)),
                        kind="implementation"),
            alternative("bandwidths capped at 10", "Stage-1 bandwidths above 10 are set to 10 (scalar parametrization)",
-                       swap("numerics.training:_matrices", lambda real: lambda params, kind, dim: real(
+                       swap("attneb.numerics.training:_matrices", lambda real: lambda params, kind, dim: real(
                            {**params, "log_beta": np.maximum(params["log_beta"], -np.log(10.0))}
                            if kind == "scalar" else params, kind, dim)),
                        kind="implementation"),
@@ -608,13 +608,13 @@ def _unflat(vector: np.ndarray, layout: list) -> dict:
        criterion=f"for d in {{1, 2, 3}}, L in {{0, 1, 4}} and both parametrizations at random parameters: the loss "
                  f"equals the MSE of TrainedTransformer.denoise within 1e-12 (relative) and max |gradient - "
                  f"differences| <= {GRADIENT_RTOL:g} x max |differences| (step {FD_STEP:g})",
-       covers=("numerics.training:loss_and_gradient",),
+       covers=("attneb.numerics.training:loss_and_gradient",),
        alternatives=[
            alternative("backward without the key path", "the gradient through the keys and values dropped",
-                       swap("numerics.training:_attend_backward", lambda real: lambda *a, **k: (
+                       swap("attneb.numerics.training:_attend_backward", lambda real: lambda *a, **k: (
                            lambda g: (g[0], 0 * g[1], g[2], g[3]))(real(*a, **k))), kind="implementation"),
            alternative("backward without the query path", "the gradient through the Stage-1 queries dropped",
-                       swap("numerics.training:_attend_backward", lambda real: lambda *a, **k: (
+                       swap("attneb.numerics.training:_attend_backward", lambda real: lambda *a, **k: (
                            lambda g: (None if g[0] is None else 0 * g[0], g[1], g[2], g[3]))(real(*a, **k))),
                        kind="implementation"),
        ])
@@ -628,13 +628,13 @@ def gradient_matches(ctx: Context) -> Evidence:
                  f"(d in {{1, 2, 3}}, both parametrizations, L = 4, two contexts of 64 tokens): max |gradient - "
                  f"differences| <= {GRADIENT_RTOL:g} x max |differences| (step {FD_STEP_TRAINED_LIKE:g}) and the loss "
                  "equal to the MSE of denoise (added after the referee, as that check)",
-       covers=("numerics.training:loss_and_gradient",),
+       covers=("attneb.numerics.training:loss_and_gradient",),
        alternatives=[
            alternative("backward without the key path", "the gradient through the keys and values dropped",
-                       swap("numerics.training:_attend_backward", lambda real: lambda *a, **k: (
+                       swap("attneb.numerics.training:_attend_backward", lambda real: lambda *a, **k: (
                            lambda g: (g[0], 0 * g[1], g[2], g[3]))(real(*a, **k))), kind="implementation"),
            alternative("steps clipped to [0, 1] in the forward pass", "the loss sees every eta_l clipped to [0, 1]",
-                       swap("numerics.training:_stage_one", lambda real: lambda params, kind, noisy, tape=None: real(
+                       swap("attneb.numerics.training:_stage_one", lambda real: lambda params, kind, noisy, tape=None: real(
                            {**params, "eta": np.clip(params["eta"], 0.0, 1.0)}, kind, noisy, tape)),
                        kind="implementation"),
        ])

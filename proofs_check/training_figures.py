@@ -41,7 +41,7 @@ def plot_trained(runs: list[dict], folder: Path, *, construction_ratio: float,
     Parameters
     ----------
     runs : list of dict
-        Records of :func:`proofs_check.training_checks.run_training`.
+        Records of :func:`attneb.proofs_check.training_checks.run_training`.
     folder : pathlib.Path
     construction_ratio : float
         The construction's Stage-1 ``h2 / sigma2``.

@@ -25,9 +25,9 @@ from pathlib import Path
 import numpy as np
 import scipy
 
-from numerics.estimators import OracleBayes, StageTwoOnly, TwoStageDenoiser
-from numerics.experiments import risk_records
-from numerics.priors import GaussianMixture, UniformBox, UniformSphere
+from attneb.numerics.estimators import OracleBayes, StageTwoOnly, TwoStageDenoiser
+from attneb.numerics.experiments import risk_records
+from attneb.numerics.priors import GaussianMixture, UniformBox, UniformSphere
 
 PATH = Path(__file__).parent / "data" / "convergence_reference.json"
 COMMAND = "python -m tests.regenerate_reference"

@@ -1,6 +1,6 @@
 """Hypothesis strategies shared by the tests: bounded, finite floats only.
 
-Priors (:mod:`numerics.priors`): one strategy per family, ``priors`` drawing from all of them,
+Priors (:mod:`attneb.numerics.priors`): one strategy per family, ``priors`` drawing from all of them,
 noise variances on a log scale and query points out to far tails. Point clouds, bandwidths
 and rotations for the kernel, transformer and flow tests.
 """
@@ -11,7 +11,7 @@ import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from numerics.priors import Discrete, Gaussian, GaussianMixture, Laplace, UniformBox, UniformSphere
+from attneb.numerics.priors import Discrete, Gaussian, GaussianMixture, Laplace, UniformBox, UniformSphere
 
 
 def finite_floats(lo: float, hi: float) -> st.SearchStrategy[float]:

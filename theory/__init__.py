@@ -1,6 +1,6 @@
 """Symbolic derivations (sympy) of the theory behind the two-stage attention denoiser.
 
-Each topic module builds one :class:`~theory.derivation.Derivation` whose
+Each topic module builds one :class:`~attneb.theory.derivation.Derivation` whose
 steps are checked by sympy (or, where sympy cannot decide, by mpmath at random
 points, reported as numeric) and printed as LaTeX or text. The registry builds
 them lazily by name::
@@ -10,8 +10,8 @@ them lazily by name::
     ['attention', 'depth_ode', 'energy']
     >>> report = theory.get_derivation("depth_noise").check()  # doctest: +SKIP
 
-Evaluators of the derived closed forms live in :mod:`theory.depth_noise` and
-:mod:`theory.stability`. :mod:`theory.mutations` makes broken copies of a
+Evaluators of the derived closed forms live in :mod:`attneb.theory.depth_noise` and
+:mod:`attneb.theory.stability`. :mod:`attneb.theory.mutations` makes broken copies of a
 derivation (one step or claim changed at a time) that its check must fail.
 """
 

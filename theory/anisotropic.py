@@ -1,7 +1,7 @@
 """Anisotropic Gaussian prior :math:`N(m, \\mathrm{diag}(\\tau_k^2))`: one exact horizon per direction, none for all.
 
 Stage 1 in mean field keeps a Gaussian token density Gaussian and acts on each direction alone
-(:mod:`theory.gaussian`): the variance of direction ``k`` obeys
+(:mod:`attneb.theory.gaussian`): the variance of direction ``k`` obeys
 :math:`\\dot s_k = -2h_2 s_k/(s_k + h_2)` from :math:`s_k(0) = \\tau_k^2 + \\sigma^2` and is back to
 :math:`\\tau_k^2` at its own horizon :math:`T_G(\\tau_k^2)`. Stage 2 (bandwidth :math:`\\sigma^2`)
 over tokens :math:`\\sim N(m, \\mathrm{diag}(s_k))` is, as :math:`N \\to \\infty`, the posterior mean
@@ -39,7 +39,7 @@ finite :math:`h_2` when the :math:`\\tau_k^2` differ.
 
 Evaluators (numbers only; the derived expressions lambdified with mpmath, whose Lambert W and
 exponentials hold at any ``h2``): :func:`variances_at_depth`, :func:`excess_at_depth` and
-:func:`excess_slope_at_depth`; the best depth itself is :func:`theory.depth_noise.anisotropic_depth`.
+:func:`excess_slope_at_depth`; the best depth itself is :func:`attneb.theory.depth_noise.anisotropic_depth`.
 """
 
 from __future__ import annotations
@@ -291,7 +291,7 @@ def variances_at_depth(tau2s: Sequence[float], sigma2_value, h2_value, depth) ->
 
     .. math:: s_k(T):\quad \dot s_k = -\frac{2 h_2 s_k}{s_k + h_2},\quad s_k(0) = \tau_k^2 + \sigma^2
 
-    (``dsolve`` in :mod:`theory.gaussian`; the flow acts on each direction alone).
+    (``dsolve`` in :mod:`attneb.theory.gaussian`; the flow acts on each direction alone).
 
     Parameters
     ----------

@@ -7,7 +7,7 @@ The variance-exploding diffusion :math:`dx = dW` has densities
 Running it backwards on the clock :math:`s = s_0 - c\\,t` gives
 :math:`\\partial_t p = -\\tfrac{c}{2}\\partial_x^2 p`; matching the small-``h2``
 mean-field equation :math:`\\partial_t\\rho = -h_2\\partial_x^2\\rho` (from
-:mod:`theory.mean_field`) solves to :math:`c = 2 h_2`: variance is removed at
+:mod:`attneb.theory.mean_field`) solves to :math:`c = 2 h_2`: variance is removed at
 rate ``2 h2`` per unit depth, and the noisy tokens (``s = sigma2``) reach
 ``s = 0`` at :math:`T^* = \\sigma^2/(2 h_2)`, i.e. :math:`L^* = T^*/\\eta` layers.
 
@@ -16,11 +16,11 @@ built from the derived expressions:
 
 - :func:`leading_horizon` and :func:`leading_layers`: ``T*`` and ``L*``;
 - :func:`gaussian_horizon`: exact depth for a Gaussian prior at finite ``h2``
-  (from :mod:`theory.gaussian`);
+  (from :mod:`attneb.theory.gaussian`);
 - :func:`gaussian_layers` and :func:`gaussian_layers_fractional`: layers of
   step ``eta`` that the exact one-layer variance map needs;
 - :func:`anisotropic_depth`: the best single depth, and its excess risk, for an
-  anisotropic Gaussian prior (from :mod:`theory.anisotropic`).
+  anisotropic Gaussian prior (from :mod:`attneb.theory.anisotropic`).
 """
 
 from __future__ import annotations
@@ -141,7 +141,7 @@ def gaussian_horizon(sigma2_value, tau2_value, h2_value):
 
     .. math:: T_G = \\frac{\\sigma^2}{2 h_2} + \\frac12 \\log\\frac{\\tau^2 + \\sigma^2}{\\tau^2}
 
-    derived in :mod:`theory.gaussian` (variance ODE ``ds/dt = -2 h2 s / (s + h2)``
+    derived in :mod:`attneb.theory.gaussian` (variance ODE ``ds/dt = -2 h2 s / (s + h2)``
     from ``s(0) = tau2 + sigma2`` down to ``tau2``).
     """
     arguments = {gaussian.sigma2: (sigma2_value, "sigma2"), gaussian.tau2: (tau2_value, "tau2"),
@@ -185,7 +185,7 @@ def gaussian_layers(sigma2_value, tau2_value, h2_value, eta_value):
 
     Mean-field (``N -> oo``) layers: a layer ``x -> x + eta (a(x) - x)`` maps
     a Gaussian token density to a Gaussian with the same mean, and its variance
-    by the exact one-layer map derived in :mod:`theory.gaussian`,
+    by the exact one-layer map derived in :mod:`attneb.theory.gaussian`,
 
     .. math:: s \\mapsto \\Big(1 - \\frac{\\eta h_2}{s + h_2}\\Big)^2 s, \\qquad s_0 = \\tau^2 + \\sigma^2,
 
@@ -220,7 +220,7 @@ def gaussian_layers_fractional(sigma2_value, tau2_value, h2_value, eta_value):
 def gaussian_variance_map(s0_value, h2_value, eta_value, layers):
     """Mean-field token variance after each of ``layers`` Euler layers, for a Gaussian token density.
 
-    Iterates the exact one-layer map of :mod:`theory.gaussian`,
+    Iterates the exact one-layer map of :mod:`attneb.theory.gaussian`,
     :math:`s_{l+1} = (1 - \\eta h_2/(s_l + h_2))^2 s_l`, from the variance ``s0`` (from a prior
     ``N(m, tau2)`` and noise ``sigma2``, :math:`s_0 = \\tau^2 + \\sigma^2`), through and beyond any
     target: a finite-``N`` particle system is compared with it layer by layer.
@@ -251,7 +251,7 @@ def anisotropic_depth(tau2s, sigma2_value, h2_value):
     In mean field the token variance of direction ``k`` follows
     :math:`\dot s_k = -2 h_2 s_k/(s_k + h_2)` from :math:`\tau_k^2 + \sigma^2` and Stage 2 is the
     linear map :math:`m_k + a_k(\tilde x_k - m_k)`, :math:`a_k = s_k/(s_k + \sigma^2)`
-    (:mod:`theory.anisotropic`). The total excess risk over Bayes at depth ``T`` is
+    (:mod:`attneb.theory.anisotropic`). The total excess risk over Bayes at depth ``T`` is
 
     .. math:: E(T) = \sum_k (\tau_k^2 + \sigma^2)\Big(\frac{s_k(T)}{s_k(T) + \sigma^2}
               - \frac{\tau_k^2}{\tau_k^2 + \sigma^2}\Big)^2 ,

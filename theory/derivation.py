@@ -36,7 +36,7 @@ a ``route`` (:data:`ROUTES`) that checks it without the engine:
   ``QUADRATURE_TOLERANCE``;
 - ``"antiderivative"``: ``Integral(f, x) = F`` (indefinite) by ``dF/dx = f``;
 - ``"sift"``: integrals against Dirac deltas by the sifting property
-  (:func:`~theory._calculus.sift`), not by ``integrate``;
+  (:func:`~attneb.theory._calculus.sift`), not by ``integrate``;
 - ``"substitute"``: a solution (``dsolve``, ``rsolve``, ``solve``) given as
   ``f(t) = F(t)`` or ``c = C`` is put back into the equation it solves
   (``f`` replaced everywhere, ``f(0)`` included) and the equation reduced.

@@ -9,7 +9,7 @@ copies (no derivation is rebuilt, so this is cheap); ``proofs_check`` uses the
 claim mutants as the wrong theories of each derivation check. :func:`mutate`
 makes one chosen mutant, :func:`sample` one per mutation (a cheap spot check),
 and :func:`parse_label` turns a mutant's label back into the ``(kind, index)``
-that :meth:`~theory.derivation.Derivation.check_item` takes::
+that :meth:`~attneb.theory.derivation.Derivation.check_item` takes::
 
     >>> from theory import get_derivation
     >>> from theory.mutations import mutants, parse_label

@@ -2,21 +2,21 @@
 
 One concern per module:
 
-- :mod:`~numerics.sweep.spec`: experiment files (TOML schema), their validation
+- :mod:`~attneb.numerics.sweep.spec`: experiment files (TOML schema), their validation
   (:class:`Experiment`, :func:`load_experiment`) and expansion into runs (:class:`RunSpec`,
-  keyed by the sha256 of its canonical JSON, :mod:`~numerics.sweep.canonical`);
-- :mod:`~numerics.sweep.registry`: the estimators a sweep can run (:data:`ESTIMATORS`) and the
+  keyed by the sha256 of its canonical JSON, :mod:`~attneb.numerics.sweep.canonical`);
+- :mod:`~attneb.numerics.sweep.registry`: the estimators a sweep can run (:data:`ESTIMATORS`) and the
   prior families;
-- :mod:`~numerics.sweep.measure`: one task, runs that share a batch measured into rows
+- :mod:`~attneb.numerics.sweep.measure`: one task, runs that share a batch measured into rows
   (:func:`run_batch`, :func:`run_one`);
-- :mod:`~numerics.sweep.store`: the SQLite store (:class:`ResultStore`): one transaction per
+- :mod:`~attneb.numerics.sweep.store`: the SQLite store (:class:`ResultStore`): one transaction per
   task, first write of a key wins, resumable after SIGKILL;
-- :mod:`~numerics.sweep.runner` and :mod:`~numerics.sweep.workers`: running a sweep
+- :mod:`~attneb.numerics.sweep.runner` and :mod:`~attneb.numerics.sweep.workers`: running a sweep
   (:func:`run_sweep`, :func:`sweep_file`, :func:`iter_results`): executors, the local process
   pool, progress, resumption.
 
 Every public name of these modules is imported here (``__all__`` lists the main ones); import
-them from ``numerics.sweep``, whose interface does not depend on this layout.
+them from ``attneb.numerics.sweep``, whose interface does not depend on this layout.
 """
 
 from .canonical import canonical_json

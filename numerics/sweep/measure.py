@@ -1,10 +1,10 @@
 """One task of a sweep: execute runs that share a batch and measure each into a row.
 
-One run draws the batch of its seed (:func:`numerics.experiments.draw_batch`, so the batch is
+One run draws the batch of its seed (:func:`attneb.numerics.experiments.draw_batch`, so the batch is
 the same in whichever process it is drawn), fits and applies its estimator and records the MSE,
 the gap to the Bayes posterior mean, the Bayes risk (MMSE) and the excess risk ``MSE - MMSE``,
 in-sample (the estimator denoises the batch it was fitted on) and out-of-sample (``oos_*``: it
-denoises ``n`` fresh noisy queries of the same seed, :func:`numerics.experiments.draw_queries`,
+denoises ``n`` fresh noisy queries of the same seed, :func:`attneb.numerics.experiments.draw_queries`,
 drawn from an independent stream and not in the context; ``runtime_s`` times the in-sample work).
 Runs that share a batch (same prior, ``sigma2``, ``n`` and seed) are executed together in one
 task (:func:`run_batch`), which draws the batch once; the numbers are those of :func:`run_one`.

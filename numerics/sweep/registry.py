@@ -2,8 +2,8 @@
 
 :data:`ESTIMATORS` maps each name an experiment file may list to an :class:`EstimatorEntry`:
 how to build the estimator, which sweep hyperparameters it takes, and whether its runs are
-heavy. The prior families are the concrete :class:`numerics.priors.Prior` classes that
-:mod:`numerics.priors` exports, named by their class names.
+heavy. The prior families are the concrete :class:`attneb.numerics.priors.Prior` classes that
+:mod:`attneb.numerics.priors` exports, named by their class names.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """Running a sweep: skip what the store holds, execute the rest, write each task's rows as it ends.
 
-:func:`run_sweep` skips the runs whose key a :class:`~numerics.sweep.ResultStore` already holds,
-groups the rest into tasks (:func:`~numerics.sweep.run_batch` over the runs of one batch) and
+:func:`run_sweep` skips the runs whose key a :class:`~attneb.numerics.sweep.ResultStore` already holds,
+groups the rest into tasks (:func:`~attneb.numerics.sweep.run_batch` over the runs of one batch) and
 maps them through :func:`iter_results`, the one place that knows how tasks are executed:
 in-process, or through any :class:`concurrent.futures.Executor` (a process pool for
 ``workers > 1``, or a ``dask.distributed`` client's ``get_executor()``, see
-:mod:`numerics.distributed`). Rows are written only by the calling process, each task's rows in
+:mod:`attneb.numerics.distributed`). Rows are written only by the calling process, each task's rows in
 one SQLite transaction as soon as the task returns, so an interrupted sweep (Ctrl-C, SIGKILL)
 loses at most the tasks in flight and the store stays consistent; running again resumes. A
 tqdm bar counts the runs. :func:`sweep_file` is the ``attneb sweep`` job.
@@ -243,7 +243,7 @@ def sweep_file(
 
     Loads the experiment, runs what the store lacks and, with ``csv_path``, exports the
     experiment's rows (all of them, old and new). ``scheduler`` (a ``dask.distributed`` address,
-    see :func:`numerics.distributed.dask_executor`) runs the tasks on that cluster's workers
+    see :func:`attneb.numerics.distributed.dask_executor`) runs the tasks on that cluster's workers
     while this process writes the store; it excludes ``executor`` and ``workers > 1``.
     """
     experiment = load_experiment(config)

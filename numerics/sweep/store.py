@@ -1,7 +1,7 @@
 """The SQLite store of a sweep's results: tidy rows of runs, and records of other experiments.
 
 :class:`ResultStore` keeps one row per finished run in the ``runs`` table (columns
-:data:`COLUMNS`, keyed by :attr:`numerics.sweep.RunSpec.key`) and, for experiments that are not
+:data:`COLUMNS`, keyed by :attr:`attneb.numerics.sweep.RunSpec.key`) and, for experiments that are not
 risk sweeps, one JSON record per key in the ``records`` table. Its guarantees: every write is
 one transaction (a crash at any moment leaves whole rows only), the first write of a key wins
 (``INSERT OR IGNORE``; rows are never updated), and a committed row survives the writing

@@ -6,8 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.polynomial import hermite_e
 
-from numerics import binned, estimators, flow, kernels
-from numerics.priors import GaussianMixture
+from attneb.numerics import binned, estimators, flow, kernels
+from attneb.numerics.priors import GaussianMixture
 from tests.strategies import log_uniform, point_clouds
 
 

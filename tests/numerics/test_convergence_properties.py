@@ -9,7 +9,7 @@ For every drawn well-behaved case ``(prior, sigma2)`` (:func:`tests.strategies.p
 Margins come from seeds, never from a hand-picked tolerance: over ``S`` seeds the paired
 per-seed differences ``d_s`` (e.g. ``gap(N_small, s) - gap(N_large, s)``; seed ``s`` gives the
 batch ``draw_batch(prior, sigma2, N, s)``) must have the lower end of their 95% Student-t
-interval (:func:`numerics.stats.mean_interval`, i.e. a one-sided 97.5% bound) above 0. Given a
+interval (:func:`attneb.numerics.stats.mean_interval`, i.e. a one-sided 97.5% bound) above 0. Given a
 drawn case the test is deterministic (fixed seeds), so a failing example replays exactly from
 Hypothesis's example database (``.hypothesis/``).
 
@@ -56,10 +56,10 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 
-from numerics.estimators import StageTwoOnly, TwoStageDenoiser
-from numerics.experiments import draw_batch
-from numerics.priors import GaussianMixture
-from numerics.stats import mean_interval
+from attneb.numerics.estimators import StageTwoOnly, TwoStageDenoiser
+from attneb.numerics.experiments import draw_batch
+from attneb.numerics.priors import GaussianMixture
+from attneb.numerics.stats import mean_interval
 from tests import regenerate_reference
 from tests.strategies import prior_and_noise, well_behaved_priors
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from numerics import sweep
-from proofs_check import cli
+from attneb.numerics import sweep
+from attneb.proofs_check import cli
 
 distributed = pytest.importorskip("distributed")
 

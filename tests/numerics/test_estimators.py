@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from numerics import estimators, experiments, flow, gpu, kernels, priors
-from numerics.validation import NotFittedError
+from attneb.numerics import estimators, experiments, flow, gpu, kernels, priors
+from attneb.numerics.validation import NotFittedError
 
 SIGMA2, H2 = 0.5, 0.1
 ALL = [

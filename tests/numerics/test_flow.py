@@ -3,7 +3,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from numerics import flow, kernels, stats
+from attneb.numerics import flow, kernels, stats
 from tests.strategies import point_clouds, rotations
 
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.special import logsumexp, softmax
 
-from numerics import binned, estimators, flow, gpu, kernels
+from attneb.numerics import binned, estimators, flow, gpu, kernels
 
 needs_gpu = pytest.mark.skipif(not gpu.available(), reason="needs torch with a CUDA device and triton")
 pytestmark = pytest.mark.gpu

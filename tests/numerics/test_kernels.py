@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 from scipy.special import logsumexp, softmax
 from scipy.stats import multivariate_normal
 
-import numerics
-from numerics import kernels
+from attneb import numerics
+from attneb.numerics import kernels
 from tests.strategies import bandwidths, log_uniform, point_clouds, queries_and_keys, rotations
 
 
@@ -324,7 +324,7 @@ def test_auto_falls_back_to_numpy_without_numba(monkeypatch):
     kernels.set_accelerator("numpy")
     expected = all_sums(q, k, 0.5, kernels.DEFAULT_BUDGET_BYTES)
     monkeypatch.setitem(sys.modules, "numba", None)
-    monkeypatch.delitem(sys.modules, "numerics._accel", raising=False)
+    monkeypatch.delitem(sys.modules, "attneb.numerics._accel", raising=False)
     monkeypatch.delattr(numerics, "_accel", raising=False)
     kernels.set_accelerator("auto")
     assert kernels._accelerator_for(2) is None
@@ -368,7 +368,7 @@ def ulps_from_exp(got, x):
 
 def test_vectorised_exponential_is_within_1_ulp_on_a_grid():
     pytest.importorskip("numba")
-    from numerics._accel import exp_nonpositive
+    from attneb.numerics._accel import exp_nonpositive
 
     # the reduced argument sweeps [-ln(2)/2, ln(2)/2] many times; tiny arguments; exactly 0
     x = np.concatenate([np.linspace(-708.0, 0.0, 20001), -np.geomspace(1e-300, 1.0, 2001), [0.0, -0.0]])
@@ -379,7 +379,7 @@ def test_vectorised_exponential_is_within_1_ulp_on_a_grid():
 @given(st.floats(-708.0, 0.0))
 def test_vectorised_exponential_is_within_1_ulp(x):
     pytest.importorskip("numba")
-    from numerics._accel import exp_nonpositive
+    from attneb.numerics._accel import exp_nonpositive
 
     assert ulps_from_exp(exp_nonpositive(x), x) <= 1.0
 

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from numerics import flow, meanfield
+from attneb.numerics import flow, meanfield
 
 
 def test_mode_growth_matches_linearised_rate_on_a_small_lattice():

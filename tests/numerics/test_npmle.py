@@ -1,4 +1,4 @@
-"""Tests of the Kiefer-Wolfowitz NPMLE denoiser (:mod:`numerics.npmle`)."""
+"""Tests of the Kiefer-Wolfowitz NPMLE denoiser (:mod:`attneb.numerics.npmle`)."""
 
 import numpy as np
 import pytest
@@ -6,9 +6,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import special
 
-from numerics import estimators, experiments, npmle, priors, stats
-from numerics.npmle import NPMLE, ConvergenceWarning
-from numerics.validation import NotFittedError
+from attneb.numerics import estimators, experiments, npmle, priors, stats
+from attneb.numerics.npmle import NPMLE, ConvergenceWarning
+from attneb.numerics.validation import NotFittedError
 
 from tests.strategies import bandwidths, point_clouds
 

@@ -1,4 +1,4 @@
-"""Tests of :mod:`numerics.priors`.
+"""Tests of :mod:`attneb.numerics.priors`.
 
 ``check_prior`` is the battery run on every prior, as scipy's ``test_continuous_basic`` does for
 its distributions. Statistical checks use tolerances derived from their sample sizes (5 standard
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 from scipy import integrate, special, stats
 
-from numerics.priors import (
+from attneb.numerics.priors import (
     Discrete,
     Gaussian,
     GaussianMixture,
@@ -27,8 +27,8 @@ from numerics.priors import (
     UniformBox,
     UniformSphere,
 )
-from proofs_check.finite_differences import five_point_gradient
-from proofs_check.prior_checks import student_t_posterior_width
+from attneb.proofs_check.finite_differences import five_point_gradient
+from attneb.proofs_check.prior_checks import student_t_posterior_width
 from tests.strategies import (
     boxes,
     discretes,
@@ -223,8 +223,8 @@ def posterior_width(prior, sigma2):
     ``>= 1 / sigma2``, hence sub-Gaussian with variance proxy ``sigma2``: its central moments give
     ``|kappa_5| <= 113 sd^5 <= 11 (2 sd)^5``. A Student-t posterior has no closed-form bound (it is
     bimodal for some ``t`` once ``(df + 1) sigma2 > 8 df s^2``): ``max_t |kappa_5|`` is measured
-    from the t prior's scale-mixture form, independently of :mod:`numerics.priors`
-    (:func:`proofs_check.prior_checks.student_t_posterior_width`, with a margin of 1.5 on ``W``).
+    from the t prior's scale-mixture form, independently of :mod:`attneb.numerics.priors`
+    (:func:`attneb.proofs_check.prior_checks.student_t_posterior_width`, with a margin of 1.5 on ``W``).
     """
     if isinstance(prior, Discrete):
         return float(np.max(np.ptp(prior.atoms, axis=0)))

@@ -3,9 +3,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from numerics import kernels, schedules, stats
-from numerics.estimators import TweedieKDE
-from numerics.priors import Gaussian, GaussianMixture
+from attneb.numerics import kernels, schedules, stats
+from attneb.numerics.estimators import TweedieKDE
+from attneb.numerics.priors import Gaussian, GaussianMixture
 from tests.strategies import bandwidths, log_uniform, point_clouds, priors, rotations, sigma2s
 
 ratios = log_uniform(0.05, 4.0)

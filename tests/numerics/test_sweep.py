@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from numerics import estimators, experiments, priors, sweep
+from attneb.numerics import estimators, experiments, priors, sweep
 from tests.processes import alive, children_of
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -409,7 +409,7 @@ KILL_CONFIG = config(
 CHILD = """
 import json, signal, sys
 signal.signal(signal.SIGINT, signal.default_int_handler)  # as on a terminal, even if started in the background
-from numerics import sweep
+from attneb.numerics import sweep
 experiment = sweep.Experiment.from_dict(json.loads(sys.argv[1]))
 sweep.run_sweep(experiment, sys.argv[2], workers=int(sys.argv[3]), progress=False)
 """

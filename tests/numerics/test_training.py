@@ -7,10 +7,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.special import softmax
 
-from numerics import training
-from numerics.priors import GaussianMixture
-from numerics.training import PARAMETRIZATIONS, TrainedTransformer, fit_transformer, init_params, loss_and_gradient
-from numerics.transformer import TwoStageTransformer
+from attneb.numerics import training
+from attneb.numerics.priors import GaussianMixture
+from attneb.numerics.training import PARAMETRIZATIONS, TrainedTransformer, fit_transformer, init_params, loss_and_gradient
+from attneb.numerics.transformer import TwoStageTransformer
 
 TWO_CLUSTERS = GaussianMixture([[2.0, 0.0], [-2.0, 0.0]], var=0.05)
 

@@ -3,8 +3,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from numerics import estimators, flow, kernels
-from numerics.transformer import AttentionHead, ResidualAttentionLayer, TwoStageTransformer
+from attneb.numerics import estimators, flow, kernels
+from attneb.numerics.transformer import AttentionHead, ResidualAttentionLayer, TwoStageTransformer
 from tests.strategies import bandwidths, point_clouds, queries_and_keys
 
 

@@ -1,6 +1,6 @@
 """Shrunken configurations of E1, E2, E4 and E5 for the tests."""
 
-from proofs_check import convergence_checks
+from attneb.proofs_check import convergence_checks
 
 
 def _shrink(monkeypatch, module, name, parts=None, **changes):

@@ -5,7 +5,7 @@ The criterion is the real check's; at this size the decision is that of these se
 in-sample 1.05 [0.91, 1.20] on the full grid).
 """
 
-from proofs_check import heavy_tail_checks
+from attneb.proofs_check import heavy_tail_checks
 
 
 def shrink_heavy_tails(monkeypatch):

@@ -5,7 +5,7 @@ The criteria are those of the real checks; at this size the decisions are those 
 pass.
 """
 
-from proofs_check import schedule_checks
+from attneb.proofs_check import schedule_checks
 
 SMALL_DESIGN = {"priors": ("two-cluster",), "n": (1024,), "layers": (4,), "seeds": 6, "selection_seeds": 2}
 SMALL_TUNED = {"cases": (("two-cluster", 1024, 4),), "seeds": 6, "tuning_seeds": 1}

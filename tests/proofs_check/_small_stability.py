@@ -13,7 +13,7 @@ needs (4096) costs as much as the rest, and a single 1-D run's fluctuation scatt
 over 6 seeds of six N reached below half the prediction); d = 1 and 3 run in `attneb verify`.
 """
 
-from proofs_check import blurring_checks, meanfield_checks, stability_checks
+from attneb.proofs_check import blurring_checks, meanfield_checks, stability_checks
 
 #: Four of G1's six cases (sigma2/tau2 = 0.2, 0.5, 2, 5; the cheaper horizons).
 SMALL_HORIZON_CASES = ((0.25, 1.25, 0.25), (0.5, 1.0, 0.5), (2.0, 1.0, 1.0), (2.5, 0.5, 1.0))

@@ -5,7 +5,7 @@ in `attneb verify`, so tests of the questions T1-T3 test their decisions (on syn
 their ability to fail, and that they run; not their answers.
 """
 
-from proofs_check import training_checks
+from attneb.proofs_check import training_checks
 
 SMALL_DESIGN = {"priors": training_checks.PRIORS, "dims": (1,), "sigma2": (0.5, 2.0), "seeds": 2, "steps": 60}
 

@@ -9,7 +9,7 @@ shrinking lives beside its tests: `_small_convergence.py` (E1, E2, E4, E5), `_sm
 
 import pytest
 
-from proofs_check import dimension_checks
+from attneb.proofs_check import dimension_checks
 
 from ._small_convergence import shrink_convergence
 from ._small_heavy_tails import shrink_heavy_tails

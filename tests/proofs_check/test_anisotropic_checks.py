@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from proofs_check import anisotropic_checks as ac
-from proofs_check.registry import CLAIMS, Context
-from theory import anisotropic, depth_noise
+from attneb.proofs_check import anisotropic_checks as ac
+from attneb.proofs_check.registry import CLAIMS, Context
+from attneb.theory import anisotropic, depth_noise
 
 
 def registered(func):

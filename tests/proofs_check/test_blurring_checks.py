@@ -2,8 +2,8 @@
 
 import pytest
 
-from proofs_check import blurring_checks
-from proofs_check.registry import CLAIMS, Context
+from attneb.proofs_check import blurring_checks
+from attneb.proofs_check.registry import CLAIMS, Context
 
 
 @pytest.fixture(scope="module")

@@ -14,9 +14,9 @@ import math
 import numpy as np
 import pytest
 
-from numerics import flow, sweep
-from proofs_check import baseline_checks, convergence_checks as cc, studies
-from proofs_check.registry import CLAIMS, Context, SEED_STRIDE
+from attneb.numerics import flow, sweep
+from attneb.proofs_check import baseline_checks, convergence_checks as cc, studies
+from attneb.proofs_check.registry import CLAIMS, Context, SEED_STRIDE
 
 from ._small_convergence import shrink_convergence
 
@@ -380,7 +380,7 @@ def test_npmle_reference_computations_are_independent_and_right():
     w = baseline_checks.plain_em(log_lik, 2000)
     assert baseline_checks.mean_loglik(log_lik, w) >= baseline_checks.mean_loglik(log_lik, baseline_checks.plain_em(log_lik, 100))
     assert baseline_checks.optimality_gap(log_lik, w) < 1e-2
-    from numerics import priors
+    from attneb.numerics import priors
     q = rng.normal(size=(20, 1))
     assert np.allclose(baseline_checks.bayes_mean_of_atoms(q, atoms, w, 0.5),
                        priors.Discrete(atoms, w / w.sum()).posterior_mean(q, 0.5), atol=1e-12)

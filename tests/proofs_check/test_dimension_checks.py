@@ -16,12 +16,12 @@ import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from numerics import flow
-from proofs_check import dimension_checks as dc
-from proofs_check import stability_checks as sc
-from proofs_check.registry import CLAIMS, Context
+from attneb.numerics import flow
+from attneb.proofs_check import dimension_checks as dc
+from attneb.proofs_check import stability_checks as sc
+from attneb.proofs_check.registry import CLAIMS, Context
 from tests.strategies import log_uniform
-from theory import stability
+from attneb.theory import stability
 
 #: The successor's pilot: measured / linear theory per d (seeds 3000-3023; d = 3: seeds 2000-2007 at N = 16384).
 PILOT = {1: 0.78, 2: 0.78, 3: 0.81}

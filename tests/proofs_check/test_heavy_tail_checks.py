@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from numerics import flow
-from proofs_check import heavy_tail_checks as ht
-from proofs_check.registry import CLAIMS, Context
+from attneb.numerics import flow
+from attneb.proofs_check import heavy_tail_checks as ht
+from attneb.proofs_check.registry import CLAIMS, Context
 from tests.strategies import finite_floats, log_uniform
 
 

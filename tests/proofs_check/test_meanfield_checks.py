@@ -12,11 +12,11 @@ import math
 import numpy as np
 import pytest
 
-from numerics import binned, kernels, meanfield
-from proofs_check import meanfield_checks as mc
-from proofs_check import stability_checks as sc
-from proofs_check.registry import CLAIMS, Context
-from theory import depth_noise, stability
+from attneb.numerics import binned, kernels, meanfield
+from attneb.proofs_check import meanfield_checks as mc
+from attneb.proofs_check import stability_checks as sc
+from attneb.proofs_check.registry import CLAIMS, Context
+from attneb.theory import depth_noise, stability
 
 from ._small_stability import shrink_stability
 
@@ -184,7 +184,7 @@ def test_lattice_rejects_every_wrong_rate(lattice):
     assert evidence.passed, evidence.summary
     chk = registered("S1", mc.mode_growth_matches_linear_stability)
     assert {"rate peaking at 1/e", "no kernel damping", "rate 2 lambda"} <= {a.name for a in chk.wrong_theories()}
-    assert chk.covers == ("theory.stability:growth_rate",)
+    assert chk.covers == ("attneb.theory.stability:growth_rate",)
     for alt in chk.wrong_theories():
         with alt.applied():
             assert not mc.mode_growth_matches_linear_stability(ctx).passed, alt.name

@@ -10,11 +10,11 @@ import types
 import numpy as np
 import pytest
 
-from numerics import priors
-from proofs_check import cli, power, registry
-from proofs_check.coverage import REPORT_FUNCTIONS
-from proofs_check.registry import CLAIMS, Context, Evidence, alternative, check, claim, scaled_output, swap
-from proofs_check.runner import select
+from attneb.numerics import priors
+from attneb.proofs_check import cli, power, registry
+from attneb.proofs_check.coverage import REPORT_FUNCTIONS
+from attneb.proofs_check.registry import CLAIMS, Context, Evidence, alternative, check, claim, scaled_output, swap
+from attneb.proofs_check.runner import select
 
 
 @pytest.fixture
@@ -37,8 +37,8 @@ def toy_registry():
 def test_swap_replaces_and_restores_module_and_class_attributes():
     real_mean = priors.Discrete.posterior_mean
     assert "posterior_mean" not in priors.Discrete.__dict__  # inherited from Prior
-    wrong = alternative("x", "y", swap("numerics.priors:Discrete.posterior_mean", lambda real: lambda self, *a: 0.0),
-                        swap("numerics.priors:_TINY", lambda real: 1.0), kind="implementation")
+    wrong = alternative("x", "y", swap("attneb.numerics.priors:Discrete.posterior_mean", lambda real: lambda self, *a: 0.0),
+                        swap("attneb.numerics.priors:_TINY", lambda real: 1.0), kind="implementation")
     with wrong.applied():
         assert priors.Discrete(np.zeros((1, 1))).posterior_mean(np.zeros((1, 1)), 1.0) == 0.0
         assert priors._TINY == 1.0
@@ -48,16 +48,16 @@ def test_swap_replaces_and_restores_module_and_class_attributes():
 
 def test_swap_is_restored_when_the_check_raises():
     real = priors._TINY
-    with pytest.raises(RuntimeError), alternative("x", "y", swap("numerics.priors:_TINY", lambda r: 2.0)).applied():
+    with pytest.raises(RuntimeError), alternative("x", "y", swap("attneb.numerics.priors:_TINY", lambda r: 2.0)).applied():
         raise RuntimeError
     assert priors._TINY == real
 
 
 @pytest.mark.parametrize("target, match", [
-    ("numerics.priors", "must read 'package.module:attribute'"),
-    ("numerics.priors:Nope.x", "has no attribute 'Nope'"),
-    ("numerics.priors:nothing", "has no attribute 'nothing'"),
-    ("numerics.nonexistent:x", "No module named"),
+    ("attneb.numerics.priors", "must read 'package.module:attribute'"),
+    ("attneb.numerics.priors:Nope.x", "has no attribute 'Nope'"),
+    ("attneb.numerics.priors:nothing", "has no attribute 'nothing'"),
+    ("attneb.numerics.nonexistent:x", "No module named"),
 ])
 def test_bad_swap_targets_are_named(target, match):
     with pytest.raises((ValueError, AttributeError, ImportError), match=match), \
@@ -88,7 +88,7 @@ def test_scaled_output_scales_every_number():
         del sys.modules["attneb_scaled"]
     assert number == 3.0 and np.all(array == 1.5) and result == Result(1.5, "exact")
     assert (text, nothing, flag) == ("text", None, True)
-    assert scaled_output("numerics.kernels:kernel_mean").name == "+1% error in numerics.kernels:kernel_mean"
+    assert scaled_output("attneb.numerics.kernels:kernel_mean").name == "+1% error in numerics.kernels:kernel_mean"
 
 
 def test_seeds_of_replicates():
@@ -194,7 +194,7 @@ def test_every_check_states_its_criterion_and_the_wrong_theories_it_must_reject(
 
 
 def test_every_function_feeding_the_report_is_covered():
-    from proofs_check.coverage import uncovered
+    from attneb.proofs_check.coverage import uncovered
 
     assert uncovered() == []
     assert all(":" in target for group in REPORT_FUNCTIONS.values() for target in group)
@@ -202,7 +202,7 @@ def test_every_function_feeding_the_report_is_covered():
 
 def test_the_example_claim_runs_with_its_power(tmp_path, capsys):
     saved = {cid: list(c.checks) for cid, c in CLAIMS.items()}
-    from proofs_check import symbolic_checks
+    from attneb.proofs_check import symbolic_checks
 
     builders = dict(symbolic_checks.BUILDERS)
     try:
@@ -221,11 +221,11 @@ def test_the_example_claim_runs_with_its_power(tmp_path, capsys):
 
 
 def test_swaps_are_restored_even_when_building_one_fails():
-    import numerics.flow as flow
+    import attneb.numerics.flow as flow
 
     real = flow.leading_horizon
-    broken = alternative("x", "y", swap("numerics.flow:leading_horizon", lambda r: (lambda *a: 99.0)),
-                         swap("numerics.priors:Discrete.posterior_mean", lambda r: 1 / 0))
+    broken = alternative("x", "y", swap("attneb.numerics.flow:leading_horizon", lambda r: (lambda *a: 99.0)),
+                         swap("attneb.numerics.priors:Discrete.posterior_mean", lambda r: 1 / 0))
     with pytest.raises(ZeroDivisionError), broken.applied():
         pass
     assert flow.leading_horizon is real and "posterior_mean" not in priors.Discrete.__dict__
@@ -233,7 +233,7 @@ def test_swaps_are_restored_even_when_building_one_fails():
 
 def test_alternative_names_must_differ(toy_registry):
     claim("Z3", "toy", "a toy claim")
-    check("Z3", "twice", criterion="x", covers=("numerics.kernels:kernel_mean", "numerics.kernels:kernel_mean"))(
+    check("Z3", "twice", criterion="x", covers=("attneb.numerics.kernels:kernel_mean", "attneb.numerics.kernels:kernel_mean"))(
         lambda ctx: None)
     with pytest.raises(ValueError, match="several wrong theories named"):
         CLAIMS["Z3"].checks[0].wrong_theories()

@@ -1,4 +1,4 @@
-"""C10 checks of :mod:`proofs_check.prior_checks`: they pass on the real priors and fail on broken ones.
+"""C10 checks of :mod:`attneb.proofs_check.prior_checks`: they pass on the real priors and fail on broken ones.
 
 The Monte Carlo of the risk check is measured once per module (``shared``): a broken ``mmse`` or a
 swapped theory changes only the decision, which is made again on the cached draws, as the power
@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from scipy import integrate
 
-from numerics import priors
-from proofs_check import convergence_checks, coverage, prior_checks
-from proofs_check.registry import CLAIMS, Context, alternative, swap
+from attneb.numerics import priors
+from attneb.proofs_check import convergence_checks, coverage, prior_checks
+from attneb.proofs_check.registry import CLAIMS, Context, alternative, swap
 
 CHECKS = {chk.func.__name__: chk for chk in CLAIMS["C10"].checks if chk.func.__module__ == prior_checks.__name__}
 TWEEDIE = ("tweedie_all_priors", "tweedie_finite_differences")
@@ -262,7 +262,7 @@ REFEREE_MUTANTS = {
     "Gaussian posterior mean with sd for the variance and without the prior mean": (
         "tweedie_all_priors",
         alternative("sd for variance, prior mean dropped", "the referee's Gaussian posterior mean",
-                    swap("numerics.priors:Gaussian._posterior_mean", _gaussian_sd_and_no_mean),
+                    swap("attneb.numerics.priors:Gaussian._posterior_mean", _gaussian_sd_and_no_mean),
                     kind="implementation")),
 }
 #: The family whose reference priors each mutant breaks (mixtures go through Discrete).

@@ -8,12 +8,12 @@ import sys
 
 import pytest
 
-from proofs_check import cli, runner
-from proofs_check.registry import CLAIMS, Evidence, check, claim
+from attneb.proofs_check import cli, runner
+from attneb.proofs_check.registry import CLAIMS, Evidence, check, claim
 
 PLUGIN = '''
 import os
-from proofs_check.registry import Evidence, check, claim
+from attneb.proofs_check.registry import Evidence, check, claim
 
 claim("Z8", "where", "a toy claim whose check says which process ran it")
 check("Z8", "process id", criterion="always passes")(
@@ -65,7 +65,7 @@ def test_parallel_verify_writes_the_report_of_a_sequential_one(tmp_path, capsys)
 
 def test_a_closed_pipe_ends_the_command_quietly():
     """`attneb derive | head -1`: the reader goes away; no traceback, the shell's status for SIGPIPE."""
-    proc = subprocess.Popen([sys.executable, "-m", "proofs_check.cli", "derive"], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", "attneb.proofs_check.cli", "derive"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
     proc.stdout.close()
     err = proc.stderr.read().decode()

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proofs_check import schedule_checks as sc
-from proofs_check.registry import CLAIMS, Context
-from proofs_check.studies import STUDIES
+from attneb.proofs_check import schedule_checks as sc
+from attneb.proofs_check.registry import CLAIMS, Context
+from attneb.proofs_check.studies import STUDIES
 from tests.strategies import finite_floats, log_uniform
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from proofs_check import runner
-from proofs_check.registry import CLAIMS
+from attneb.proofs_check import runner
+from attneb.proofs_check.registry import CLAIMS
 from tests.processes import alive, children_of
 
 PLUGIN = '''
@@ -20,8 +20,8 @@ import operator
 import os
 import time
 
-from proofs_check.registry import Evidence, check, claim
-from proofs_check.studies import computed
+from attneb.proofs_check.registry import Evidence, check, claim
+from attneb.proofs_check.studies import computed
 
 
 def where(i):
@@ -98,7 +98,7 @@ def test_the_runs_of_the_checks_go_to_the_pool_and_no_process_starts_another(plu
 FORKS = """
 import json, os, sys
 from pathlib import Path
-from proofs_check import runner, shared_pool
+from attneb.proofs_check import runner, shared_pool
 
 plugin, out = sys.argv[1], Path(sys.argv[2])
 shared_pool.start_server()
@@ -133,7 +133,7 @@ def test_after_start_server_the_pool_forks_from_it_while_the_environment_stays(p
 KILLED = """
 import sys
 from pathlib import Path
-from proofs_check import runner, shared_pool
+from attneb.proofs_check import runner, shared_pool
 
 shared_pool.start_server()
 runner.load([sys.argv[1]])
@@ -166,7 +166,7 @@ def test_a_process_of_the_pool_that_ends_stops_the_run(plugin, tmp_path):
 
 
 def test_outside_a_pool_computed_starts_its_own_processes_and_yields_every_run_once():
-    from proofs_check.studies import computed
+    from attneb.proofs_check.studies import computed
 
     todo = [(i, 1) for i in range(9)]
     got = dict(computed(todo, operator.add, 2, "toy"))

@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proofs_check import stability_checks as sc
-from proofs_check.registry import CLAIMS
-from theory import stability
+from attneb.proofs_check import stability_checks as sc
+from attneb.proofs_check.registry import CLAIMS
+from attneb.theory import stability
 from tests.strategies import log_uniform
 
 DESIGN = {"n": {1: [4096, 16384], 2: [8192, 32768], 3: [16384]}, "seeds": 6}

@@ -9,9 +9,9 @@ import json
 import numpy as np
 import pytest
 
-from numerics import flow, kernels, sweep
-from proofs_check import cli, stability_checks
-from proofs_check.studies import STUDIES
+from attneb.numerics import flow, kernels, sweep
+from attneb.proofs_check import cli, stability_checks
+from attneb.proofs_check.studies import STUDIES
 
 
 def verify(tmp_path, *ids):
@@ -106,7 +106,7 @@ def test_e3_records_resume_after_a_partial_run(tmp_path, monkeypatch):
 
 
 def _context(tmp_path):
-    from proofs_check.registry import Context
+    from attneb.proofs_check.registry import Context
 
     return Context(quick=True, out=tmp_path)
 

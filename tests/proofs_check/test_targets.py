@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from proofs_check import runner  # noqa: F401  (registers every check)
-from proofs_check.coverage import REPORT_FUNCTIONS
-from proofs_check.registry import CLAIMS, resolve
-from proofs_check.symbolic_checks import BUILDERS_TARGET
+from attneb.proofs_check import runner  # noqa: F401  (registers every check)
+from attneb.proofs_check.coverage import REPORT_FUNCTIONS
+from attneb.proofs_check.registry import CLAIMS, resolve
+from attneb.proofs_check.symbolic_checks import BUILDERS_TARGET
 
 
 def _targets() -> dict[str, str]:

@@ -5,9 +5,9 @@ import json
 import numpy as np
 import pytest
 
-from numerics import training
-from proofs_check import cli, training_checks
-from proofs_check.registry import CLAIMS, Context
+from attneb.numerics import training
+from attneb.proofs_check import cli, training_checks
+from attneb.proofs_check.registry import CLAIMS, Context
 
 from ._small_training import SMALL_DESIGN
 

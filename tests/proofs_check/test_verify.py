@@ -7,11 +7,11 @@ import pytest
 
 import sympy as sp
 
-import theory
-from numerics import estimators, flow, kernels, schedules, training
-from proofs_check import cli, schedule_checks, symbolic_checks
-from proofs_check.registry import CLAIMS, Context
-from theory import depth_noise, stability
+from attneb import theory
+from attneb.numerics import estimators, flow, kernels, schedules, training
+from attneb.proofs_check import cli, schedule_checks, symbolic_checks
+from attneb.proofs_check.registry import CLAIMS, Context
+from attneb.theory import depth_noise, stability
 
 NUMERIC_CLAIMS = ["C1", "C2", "C3", "C7", "C9", "G1", "G2", "S1", "T0", "G4", "A1"]
 

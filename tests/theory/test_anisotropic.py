@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.integrate import solve_ivp
 
-from theory import anisotropic
-from theory.depth_noise import anisotropic_depth, gaussian_horizon, leading_horizon
+from attneb.theory import anisotropic
+from attneb.theory.depth_noise import anisotropic_depth, gaussian_horizon, leading_horizon
 
 variance = st.floats(min_value=0.05, max_value=5.0, allow_nan=False, allow_infinity=False)
 bandwidth = st.floats(min_value=0.05, max_value=2.0, allow_nan=False, allow_infinity=False)

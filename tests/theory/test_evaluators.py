@@ -9,7 +9,7 @@ import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from theory.depth_noise import (
+from attneb.theory.depth_noise import (
     gaussian_horizon,
     gaussian_layers,
     gaussian_layers_fractional,
@@ -17,7 +17,7 @@ from theory.depth_noise import (
     leading_horizon,
     leading_layers,
 )
-from theory.stability import fastest_mode, growth_rate, token_scaling
+from attneb.theory.stability import fastest_mode, growth_rate, token_scaling
 
 positive = st.floats(min_value=0.05, max_value=5.0, allow_nan=False, allow_infinity=False)
 bandwidth = st.floats(min_value=0.05, max_value=2.0, allow_nan=False, allow_infinity=False)
@@ -157,7 +157,7 @@ def test_stage2_family_makes_attention_over_gaussian_tokens_the_bayes_rule(s, si
     import numpy as np
     from scipy.special import logsumexp
 
-    from theory.gaussian import stage2_bandwidth_family
+    from attneb.theory.gaussian import stage2_bandwidth_family
 
     h, m = stage2_bandwidth_family(s, sigma2, tau2), 0.3
     keys = m + math.sqrt(s) * np.linspace(-12, 12, 20001)

@@ -9,7 +9,7 @@ import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from theory.derivation import (
+from attneb.theory.derivation import (
     NUMERIC_TOLERANCE,
     QUADRATURE_TOLERANCE,
     ROUTES,
@@ -20,7 +20,7 @@ from theory.derivation import (
     StepCheck,
     check_equation,
 )
-from theory._calculus import gaussian_density, gaussian_integral, series_in, sift
+from attneb.theory._calculus import gaussian_density, gaussian_integral, series_in, sift
 
 x = sp.Symbol("x", positive=True)
 y = sp.Symbol("y", real=True)

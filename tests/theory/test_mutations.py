@@ -17,10 +17,10 @@ import sys
 import pytest
 import sympy as sp
 
-import theory
-from theory import _calculus
-from theory.derivation import check_equation
-from theory.mutations import (
+from attneb import theory
+from attneb.theory import _calculus
+from attneb.theory.derivation import check_equation
+from attneb.theory.mutations import (
     EPSILON,
     MUTATIONS,
     add_term,
@@ -181,7 +181,7 @@ def test_every_mutant_of_every_item_is_caught(name):
 def fresh_derivations(monkeypatch):
     """Each topic module's ``derivation()`` with an empty cache of its own; the cached originals come back after."""
     for name in NAMES:
-        module = importlib.import_module(f"theory.{name}")
+        module = importlib.import_module(f"attneb.theory.{name}")
         monkeypatch.setattr(module, "derivation", functools.cache(module.derivation.__wrapped__))
 
 
@@ -197,8 +197,8 @@ def test_a_perturbed_integrator_fails_every_derivation_that_uses_it(engine, monk
 
     monkeypatch.setattr(_calculus, engine, perturbed)
     built = {name: theory.get_derivation(name) for name in NAMES}
-    users = sorted(name for name in NAMES if f"theory.{name}" in callers)
-    assert users and callers <= {f"theory.{name}" for name in NAMES}, callers
+    users = sorted(name for name in NAMES if f"attneb.theory.{name}" in callers)
+    assert users and callers <= {f"attneb.theory.{name}" for name in NAMES}, callers
     held = [name for name in users
             if all(built[name].check_item(kind, index).passed for kind, index, _ in built[name].items())]
     assert not held, f"{engine} x (1 + 1/1000) leaves {held} passing"

@@ -8,10 +8,10 @@ import sys
 import pytest
 import sympy as sp
 
-import numerics
-import proofs_check
-import theory
-from theory.derivation import _escape
+from attneb import numerics
+from attneb import proofs_check
+from attneb import theory
+from attneb.theory.derivation import _escape
 
 NAMES = theory.list_derivations()
 
