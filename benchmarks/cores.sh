@@ -42,7 +42,7 @@ for mode in ${VERIFY:-quick full}; do
   echo "verify $mode on $(nproc) workers (at most $limit s):"
   rm -f "$keep/$mode.trace"
   start=$(date +%s%N)
-  ATTNEB_POOL_TRACE="$keep/$mode.trace" timeout "$limit" python3 -m attneb $flag --out "$keep/$mode" \
+  ATTNEB_POOL_TRACE="$keep/$mode.trace" timeout "$limit" python3 -m attneb verify $flag --out "$keep/$mode" \
     --load benchmarks/pool_trace.py 2>&1 | stamped "$start"
   code=${PIPESTATUS[0]}
   echo "verify $mode: exit code $code after $(since "$start") s$([ "$code" = 124 ] && echo ' (cut)')"

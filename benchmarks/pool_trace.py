@@ -5,8 +5,8 @@ Usage:
     python benchmarks/pool_trace.py trace.jsonl [--serial-seconds S]
 
 Loaded by ``verify`` (``--load`` imports it in the parent and in every process of the pool) with
-``ATTNEB_POOL_TRACE`` set, it wraps :func:`attneb.proofs_check.runner.run_check` and the pool's
-:func:`attneb.proofs_check.shared_pool._execute` and appends one JSON line per event to that file:
+``ATTNEB_POOL_TRACE`` set, it wraps :func:`attneb.proofs_check.engine.runner.run_check` and the pool's
+:func:`attneb.proofs_check.engine.shared_pool._execute` and appends one JSON line per event to that file:
 ``load`` (a process has imported the toolkit: its name, wall clock, CPU seconds so far and birth
 time), ``check`` and ``run`` (start, end and the CPU seconds of the thread that ran it: a check's
 CPU leaves out the time it waits for its runs; a run also names the index of the process whose
@@ -48,9 +48,9 @@ def _birth() -> float | None:
 
 
 def _install(path: str) -> None:
-    import attneb.proofs_check.runner as runner
-    import attneb.proofs_check.shared_pool as shared_pool
-    from attneb.proofs_check.registry import CLAIMS
+    import attneb.proofs_check.engine.runner as runner
+    import attneb.proofs_check.engine.shared_pool as shared_pool
+    from attneb.proofs_check.engine.registry import CLAIMS
 
     lock = threading.Lock()
     stream = open(path, "a", buffering=1)  # one line per write, appended: processes do not interleave

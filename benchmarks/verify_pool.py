@@ -2,7 +2,7 @@
 
 Usage: python benchmarks/verify_pool.py [--workers 1,2,16] [--full] [--only C1 S1 ...] [--timeout 600]
 
-For each worker count, runs ``python -m attneb --quick --workers W`` (``--full``: the full
+For each worker count, runs ``python -m attneb verify --quick --workers W`` (``--full``: the full
 job) into a fresh temporary folder, samples every 0.5 s how many processes it has started
 (descendants, from ``/proc``; the fork server and the resource tracker counted), and prints the wall time, the most
 processes seen and the peak resident memory of the largest one. Then it compares the reports:
@@ -52,7 +52,7 @@ def resident_kib(pid: int) -> int:
 
 def timed_verify(workers: int, full: bool, only: list[str], timeout: float, out: Path) -> dict:
     """Run verify once; its wall time, exit code, most descendant processes and largest resident memory."""
-    command = [sys.executable, "-m", "proofs_check", "--workers", str(workers), "--out", str(out)]
+    command = [sys.executable, "-m", "attneb", "verify", "--workers", str(workers), "--out", str(out)]
     command += [] if full else ["--quick"]
     command += ["--only", *only] if only else []
     start = time.perf_counter()

@@ -5,13 +5,13 @@ Usage: python benchmarks/verify_schedule.py [--full] [--only C1 S1 ...] [--worke
 
 First a profile: ``verify`` runs in this process, one check after another, on one kernel thread
 (``--workers 1``), and every run that a check hands to the pool (the runs of
-:func:`attneb.proofs_check.studies.computed` and of the sweeps' :func:`attneb.numerics.sweep.iter_results`)
+:func:`attneb.proofs_check.engine.studies.computed` and of the sweeps' :func:`attneb.numerics.sweep.iter_results`)
 is timed on its own. The profile (JSON: per check its claim, wall seconds and the durations of
 its runs, batch by batch) is written to ``--profile`` as the claims complete; an existing file
 given there is read instead, and nothing is run.
 
-Then a model of :mod:`attneb.proofs_check.shared_pool` predicts the wall time on ``W`` workers: the
-groups of :func:`attneb.proofs_check.runner._groups` are taken in registry order by the first free
+Then a model of :mod:`attneb.proofs_check.engine.shared_pool` predicts the wall time on ``W`` workers: the
+groups of :func:`attneb.proofs_check.engine.runner._groups` are taken in registry order by the first free
 process; a check's runs go to its process's queue, where a process with no group takes them
 (its own queue first, then the next processes' in turn) before it takes a group, and a process
 whose check waits computes its own queue's runs only; a check is its batches of runs, in order,
@@ -40,8 +40,12 @@ def profile(full: bool, only: list[str], out: Path, path: Path) -> list[dict]:
     """Run verify serially with each run timed; the per-check profile, also written to ``path`` as it grows."""
     os.environ.update(OMP_NUM_THREADS="1", TQDM_DISABLE="1")
     import attneb.numerics.sweep.runner as sweep_runner
-    import attneb.proofs_check.runner as runner
-    import attneb.proofs_check.studies as studies
+    import attneb.proofs_check.engine.runner as runner
+    import attneb.proofs_check.engine.studies as studies
+    from attneb import proofs_check
+    from attneb.proofs_check.engine import content
+
+    content.load_default()
 
     batches: list[list[float]] = []
     inside = [False]  # a run's own runs are part of its time, not a batch of their own
@@ -70,7 +74,7 @@ def profile(full: bool, only: list[str], out: Path, path: Path) -> list[dict]:
 
     original = studies.computed
     patched = [module for name, module in sys.modules.items()
-               if name.startswith("proofs_check") and getattr(module, "computed", None) is original]
+               if name.startswith(proofs_check.__name__) and getattr(module, "computed", None) is original]
     for module in patched:
         module.computed = computed
     sweep_runner.iter_results = iter_results
@@ -184,8 +188,8 @@ def simulate(groups: list[list[dict]], workers: int) -> tuple[float, int]:
 
 
 def groups_of(log: list[dict]) -> list[list[dict]]:
-    """The profile's checks cut as verify's pool cuts them (:func:`attneb.proofs_check.runner._groups`), in registry order."""
-    from attneb.proofs_check.runner import _groups
+    """The profile's checks cut as verify's pool cuts them (:func:`attneb.proofs_check.engine.runner._groups`), in registry order."""
+    from attneb.proofs_check.engine.runner import _groups
 
     claims = list(dict.fromkeys(entry["claim"] for entry in log))
     return [[entry for claim in group for entry in log if entry["claim"] == claim] for group in _groups(claims)]

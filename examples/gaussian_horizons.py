@@ -12,7 +12,7 @@ count N_c = exp(2 lambda* T*) of the stability analysis.
 import numpy as np
 
 from attneb.numerics import meanfield
-from attneb.proofs_check.meanfield_checks import standardized_gaussian_tokens
+from attneb.proofs_check.topics.gaussian.horizon import standardized_gaussian_tokens
 from attneb.theory import depth_noise, stability
 
 

@@ -9,7 +9,7 @@ key-norm bias is what makes it so; without it the logits change by ``beta c . x_
 on the key). The module
 
 1. derives it with :mod:`attneb.theory.derivation` (steps checked by sympy; the typed statement is the claim),
-2. registers the claim, the derivation as a check (:func:`attneb.proofs_check.symbolic_checks.register_derivation`:
+2. registers the claim, the derivation as a check (:func:`attneb.proofs_check.register_derivation`:
    its wrong theories are its claims, mutated one at a time) and a numeric check on the real
    implementation, whose wrong theories are named beside it,
 3. lets ``attneb verify --power`` measure how often the numeric check rejects each wrong theory.
@@ -23,8 +23,7 @@ import numpy as np
 import sympy as sp
 
 from attneb.numerics import kernels, transformer
-from attneb.proofs_check.registry import Context, Evidence, alternative, check, claim, swap
-from attneb.proofs_check.symbolic_checks import register_derivation
+from attneb.proofs_check import Context, Evidence, alternative, check, claim, register_derivation, swap
 from attneb.theory import Claim, Derivation, Step
 
 TOL = 1e-10

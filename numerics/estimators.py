@@ -23,10 +23,12 @@ from . import binned, flow, gpu, kernels
 from .base import Denoiser
 from .npmle import NPMLE
 from .validation import (
+    check_array,
     check_interval,
     check_nonnegative,
     check_option,
     check_positive,
+    check_same_dim,
 )
 
 __all__ = [
@@ -37,6 +39,7 @@ __all__ = [
     "StageTwoOnly",
     "TweedieKDE",
     "TwoStageDenoiser",
+    "stage_two",
 ]
 
 
@@ -103,7 +106,7 @@ class TwoStageDenoiser(Denoiser):
         self.n_layers_ = flow.n_layers(T, eta) if method == "euler" else None
 
     def _denoise(self, queries):
-        return _kernel_mean(queries, self.particles_, self.sigma2, self.backend, self.tol)
+        return stage_two(queries, self.particles_, self.sigma2, backend=self.backend, tol=self.tol)
 
 
 def _check_backend(backend, tol):
@@ -113,14 +116,49 @@ def _check_backend(backend, tol):
     return backend, check_interval(tol, "tol", 0.0, 1.0, closed="neither")
 
 
-def _kernel_mean(queries, keys, h2, backend, tol):
-    """Kernel mean over ``keys`` on the path ``backend`` selects (validated at ``fit``)."""
-    path = binned.resolve_backend(backend, len(queries), keys, h2, tol=tol)
+def stage_two(queries, tokens, sigma2, *, backend="exact", tol=1e-9) -> np.ndarray:
+    r"""Stage 2: each noisy query attends, with bandwidth ``sigma2``, to the refined tokens.
+
+    .. math:: \hat x(\tilde x) = \sum_j \mathrm{softmax}_j\!\big(-\lVert\tilde x - x_j\rVert^2
+              / (2\sigma^2)\big)\, x_j
+
+    the posterior mean of ``x`` under the empirical prior :math:`\frac1N\sum_j\delta_{x_j}` of the
+    tokens and the Gaussian likelihood :math:`N(\tilde x; x, \sigma^2 I)` (claim C7). With the
+    tokens of Stage 1 (:func:`attneb.numerics.flow.particle_flow`) it is the two-stage estimator;
+    with the noisy tokens themselves, Stage 2 alone (``L = 0``).
+
+    Parameters
+    ----------
+    queries : array_like, shape (M, d)
+        Noisy tokens: the query of the final attention step (the long skip connection).
+    tokens : array_like, shape (N, d)
+        The tokens attended to (keys and values), e.g. the refined tokens of Stage 1.
+    sigma2 : float
+        Noise variance, the bandwidth of Stage 2, > 0.
+    backend : {"exact", "auto", "binned", "gpu"}
+        ``"exact"`` (default): exact kernel sums by log-sum-exp in blocks
+        (:func:`attneb.numerics.kernels.kernel_mean`); ``"binned"``: grid and FFT sums within ``tol``
+        (``d <= 3``, :mod:`attneb.numerics.binned`); ``"gpu"``: :mod:`attneb.numerics.gpu`;
+        ``"auto"``: the fastest of these that is allowed for these points (the binned path only
+        where its error bound holds, so in 1-D it may pick the grid).
+    tol : float
+        Tolerance of the binned path in (0, 1), relative to the largest coordinate range of the tokens.
+
+    Returns
+    -------
+    ndarray, shape (M, d)
+    """
+    queries = check_array(queries, "queries")
+    tokens = check_array(tokens, "tokens")
+    check_same_dim(queries, "queries", tokens, "tokens")
+    check_positive(sigma2, "sigma2")
+    backend, tol = _check_backend(backend, tol)
+    path = binned.resolve_backend(backend, len(queries), tokens, sigma2, tol=tol)
     if path == "exact":
-        return kernels.kernel_mean(queries, keys, h2)
+        return kernels.kernel_mean(queries, tokens, sigma2)
     if path == "gpu":
-        return gpu.kernel_mean(queries, keys, h2)
-    return binned.kernel_mean(queries, keys, h2, tol=tol)
+        return gpu.kernel_mean(queries, tokens, sigma2)
+    return binned.kernel_mean(queries, tokens, sigma2, tol=tol)
 
 
 class StageTwoOnly(Denoiser):
@@ -150,7 +188,7 @@ class StageTwoOnly(Denoiser):
         self.particles_ = noisy
 
     def _denoise(self, queries):
-        return _kernel_mean(queries, self.particles_, self.sigma2, self.backend, self.tol)
+        return stage_two(queries, self.particles_, self.sigma2, backend=self.backend, tol=self.tol)
 
 
 class TweedieKDE(Denoiser):

@@ -284,7 +284,7 @@ class _Likelihood:
         return sum(top.sum() for _, _, top in self.blocks()) / self.n
 
 
-def _evaluate(likelihood: _Likelihood, w: np.ndarray):
+def evaluate(likelihood: _Likelihood, w: np.ndarray):
     """``(s, l, g)``: ``s = L w``, ``l = mean_i log s_i`` and ``g = L^T (1 / s) / N``.
 
     ``l`` leaves out the constant ``mean_i m_i``, which can be large (``-1e8`` when atoms lie
@@ -322,22 +322,22 @@ def _maximise(likelihood: _Likelihood, tol: float, max_iter: int):
     ``mean_i m_i - (d / 2) log(2 pi sigma2)``) and the final ``max_k g_k - 1``.
 
     At the optimum ``g_k <= 1`` for all ``k``; for the atom ``k`` with ``L_ik = 1`` this gives
-    ``s_i >= 1 / N``, so the admissibility bound ``s_i >= _S_MIN`` of :func:`_evaluate` holds
+    ``s_i >= 1 / N``, so the admissibility bound ``s_i >= _S_MIN`` of :func:`evaluate` holds
     with a wide margin near the optimum, and at the start ``s_i >= 1 / K``.
     """
     w = np.full(likelihood.k, 1.0 / likelihood.k)
-    s, loglik, grad = _evaluate(likelihood, w)
+    s, loglik, grad = evaluate(likelihood, w)
     path = [loglik]
     while grad.max() - 1 > tol and len(path) <= max_iter:
         step = _sqp_step(likelihood, w, s, loglik, grad)
         if step is None:
             break
-        w, s, loglik, grad = _em_step(likelihood, *step)
+        w, s, loglik, grad = em_step(likelihood, *step)
         path.append(loglik)
     return w, np.array(path), float(grad.max() - 1)
 
 
-def _em_step(likelihood, w, s, loglik, grad):
+def em_step(likelihood, w, s, loglik, grad):
     """The EM update ``w_k <- w_k g_k`` (which stays on the simplex since ``sum_k w_k g_k = 1``).
 
     A Newton model of ``log s_i`` only about doubles a weight that a step has driven near 0 while
@@ -346,7 +346,7 @@ def _em_step(likelihood, w, s, loglik, grad):
     """
     em = w * grad
     em /= em.sum()
-    s_em, loglik_em, grad_em = _evaluate(likelihood, em)
+    s_em, loglik_em, grad_em = evaluate(likelihood, em)
     if loglik_em >= loglik:
         return em, s_em, loglik_em, grad_em
     return w, s, loglik, grad
@@ -378,7 +378,7 @@ def _sqp_step(likelihood, w, s, loglik, grad):
     step = 1.0
     for _ in range(_MAX_HALVINGS):
         trial = w + step * direction
-        s_trial, loglik_trial, grad_trial = _evaluate(likelihood, trial)
+        s_trial, loglik_trial, grad_trial = evaluate(likelihood, trial)
         if loglik_trial - trial.sum() >= loglik - 1 + _ARMIJO * step * slope:
             total = trial.sum()
             return trial / total, s_trial / total, loglik_trial - np.log(total), grad_trial * total

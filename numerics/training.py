@@ -118,7 +118,7 @@ def _parametrization(params) -> str:
     return kind
 
 
-def _matrices(params, kind: str, dim: int):
+def matrices(params, kind: str, dim: int):
     """Key-query and value matrices ``(A_l, W_l)`` of Stage 1 (stacked, ``(L, d, d)``) and of Stage 2."""
     if kind == "matrix":
         return params["A"], params["W"], params["A_s"], params["W_s"]
@@ -192,7 +192,7 @@ def init_params(dim, n_layers, sigma2, *, parametrization="scalar", init="random
 # --------------------------------------------------------------------------------------------
 
 
-def _attend(queries, keys, A, W):
+def attend(queries, keys, A, W):
     r"""One head over a batch: queries ``(B, m, d)``, keys ``(B, n, d)``; returns ``(out, (P, Y, V))``.
 
     :math:`Y = X A^\top`, :math:`S_{ij} = q_i\cdot y_j - \tfrac12 x_j\cdot y_j`,
@@ -236,12 +236,12 @@ def _attend_backward(d_out, out, queries, keys, A, W, cache, *, want_queries: bo
     return (dS @ Y if want_queries else None), d_keys, dA, dW
 
 
-def _stage_one(params, kind: str, noisy, tape=None):
+def stage_one(params, kind: str, noisy, tape=None):
     """Refined tokens ``(B, n, d)`` after the Stage-1 layers; with a list ``tape``, appends each layer's input."""
-    A, W, _, _ = _matrices(params, kind, noisy.shape[2])
+    A, W, _, _ = matrices(params, kind, noisy.shape[2])
     x = noisy
     for A_l, W_l, eta in zip(A, W, params["eta"]):
-        attn, cache = _attend(x, x, A_l, W_l)
+        attn, cache = attend(x, x, A_l, W_l)
         if tape is not None:
             tape.append((x, attn, cache))
         x = x + eta * (attn - x)
@@ -250,9 +250,9 @@ def _stage_one(params, kind: str, noisy, tape=None):
 
 def _forward(params, kind: str, noisy, tape=None):
     """Output ``(B, n, d)`` of the network; with a list ``tape``, appends what the backward pass needs."""
-    _, _, A_s, W_s = _matrices(params, kind, noisy.shape[2])
-    x = _stage_one(params, kind, noisy, tape)
-    out, cache = _attend(noisy, x, A_s, W_s)
+    _, _, A_s, W_s = matrices(params, kind, noisy.shape[2])
+    x = stage_one(params, kind, noisy, tape)
+    out, cache = attend(noisy, x, A_s, W_s)
     if tape is not None:
         tape.append((x, out, cache))
     return out
@@ -264,7 +264,7 @@ def _loss_and_gradient(params, kind: str, noisy, clean):
     out = _forward(params, kind, noisy, tape)
     err = out - clean
     loss = float(np.mean(err * err))
-    A, W, A_s, W_s = _matrices(params, kind, noisy.shape[2])
+    A, W, A_s, W_s = matrices(params, kind, noisy.shape[2])
     refined, _, cache = tape.pop()
     _, d_x, dA_s, dW_s = _attend_backward(2.0 * err / err.size, out, noisy, refined, A_s, W_s, cache,
                                           want_queries=False)
@@ -391,7 +391,7 @@ class TrainedTransformer:
 
     def stage_one(self, noisy) -> np.ndarray:
         """The tokens of a context ``(n, d)`` (or of each context of a batch) refined by the Stage-1 layers."""
-        return self._apply(_stage_one, noisy)
+        return self._apply(stage_one, noisy)
 
     def _apply(self, network, noisy) -> np.ndarray:
         single = np.ndim(noisy) != 3

@@ -1,8 +1,9 @@
-"""The ``attneb`` command line: a thin layer over :mod:`attneb.proofs_check.runner`."""
+"""The ``attneb`` command line: a thin layer over :mod:`attneb.proofs_check.engine` and :mod:`attneb.theory`."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -15,12 +16,13 @@ __all__ = ["EXIT_CLOSED_PIPE", "main", "run_command"]
 
 def _verify(args: argparse.Namespace) -> int:
     if args.workers > 1:
-        from .shared_pool import start_server
+        from .engine.shared_pool import start_server
 
         start_server()  # its server imports the checks beside the imports below
-    from .power import analyse
-    from .report import claim_line, defects, power_line, write_report
-    from .runner import load, run
+    from .engine.content import load
+    from .engine.power import analyse
+    from .engine.report import claim_line, defects, power_line, write_report
+    from .engine.runner import run
 
     mode = "quick" if args.quick else "full"
     out = Path(args.out)
@@ -74,24 +76,62 @@ def _verify(args: argparse.Namespace) -> int:
 
 def _derive(args: argparse.Namespace) -> int:
     from attneb import theory
+    limit = theory.TIME_LIMIT if args.time_limit is None else args.time_limit
+    if not 0 < limit < float("inf"):
+        print(f"attneb derive: --time-limit {limit:g}, must be a number of seconds > 0", file=sys.stderr)
+        return 2
     if args.name is None:
         print("derivations (building and checking each; sympy takes a few seconds apiece):", flush=True)
         for name in theory.list_derivations():
             derivation = theory.get_derivation(name)
-            report = derivation.check()
+            report = derivation.check(time_limit=limit)
             status = "checked" if report.passed else "FAILED"
             counts = ", ".join(f"{n} {method}" for method, n in report.methods().items() if n)
             print(f"  {name:<12} {status:<8} ({counts})  {derivation.title}", flush=True)
-        print("show one with: attneb derive NAME [--latex]")
+        print("show one with: attneb derive NAME [--pretty | --plain | --latex]")
         return 0
     if args.name not in theory.list_derivations():
         print(f"attneb derive: unknown derivation {args.name!r}; known: {', '.join(theory.list_derivations())}",
               file=sys.stderr)
         return 2
     derivation = theory.get_derivation(args.name)
-    report = derivation.check()
-    print(derivation.latex() if args.latex else derivation.to_text())
+    items = len(derivation.steps) + len(derivation.claims)
+    print(f"checking {args.name}: {len(derivation.steps)} steps and {len(derivation.claims)} claims, each as it "
+          f"completes (at most {limit:g} s apiece)", file=sys.stderr, flush=True)
+
+    def progress(kind: str, index: int, method: str, seconds: float) -> None:
+        done = index if kind == "step" else len(derivation.steps) + index
+        print(f"  [{done}/{items}] {kind} {index}: {method} ({seconds:.1f} s)", file=sys.stderr, flush=True)
+
+    report = derivation.check(time_limit=limit, progress=progress)
+    if args.latex:
+        print(derivation.latex())
+    else:
+        print(derivation.to_text(pretty=args.pretty if args.pretty is not None else sys.stdout.isatty()))
     return 0 if report.passed else 1
+
+
+def _show(args: argparse.Namespace) -> int:
+    from .engine.show import claim_record, format_claim, format_index, read_report
+
+    if args.id is None:
+        print(format_index(), end="")
+        return 0
+    report = read_report(args.report)
+    if report is None and args.report != _DEFAULT_REPORT:
+        print(f"attneb show: no report.json at {args.report}", file=sys.stderr)
+        return 2
+    try:
+        record = claim_record(args.id, report=report, derivations=not args.no_derivations,
+                              pretty=sys.stdout.isatty() if args.pretty is None else args.pretty)
+    except ValueError as exc:
+        print(f"attneb show: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(record, indent=2))
+    else:
+        print(format_claim(record), end="")
+    return 0
 
 
 def _sweep(args: argparse.Namespace) -> int:
@@ -108,8 +148,10 @@ def _sweep(args: argparse.Namespace) -> int:
 
 
 def _plot(args: argparse.Namespace) -> int:
-    from .runner import STUDIES
+    from .engine.content import load_default
+    from .engine.studies import STUDIES
 
+    load_default()
     if args.name not in STUDIES:
         print(f"attneb plot: unknown experiment {args.name!r}; known: {', '.join(STUDIES)}", file=sys.stderr)
         return 2
@@ -146,8 +188,36 @@ def build_parser() -> argparse.ArgumentParser:
         "(symbolic = sympy reduced it to zero; numeric = mpmath at random points, not a proof).",
     )
     derive.add_argument("name", nargs="?", help="a derivation, e.g. depth_noise")
-    derive.add_argument("--latex", action="store_true", help="print LaTeX (an aligned block) instead of text")
+    form = derive.add_mutually_exclusive_group()
+    form.add_argument("--pretty", dest="pretty", action="store_const", const=True,
+                      help="print the math with sympy's unicode pretty printer (the default on a terminal)")
+    form.add_argument("--plain", dest="pretty", action="store_const", const=False,
+                      help="print one line of sympy text per relation (the default when the output is not a terminal)")
+    form.add_argument("--latex", action="store_true", help="print LaTeX (an aligned block) instead of text")
+    derive.add_argument("--time-limit", type=float, metavar="SECONDS",
+                        help="seconds per step or claim before its symbolic reduction is abandoned and its numeric "
+                        "evaluation decides (default: attneb.theory.TIME_LIMIT)")
     derive.set_defaults(func=_derive)
+    show = sub.add_parser(
+        "show",
+        help="one claim with everything about it: statement, derivations, checks, wrong theories, figures, where",
+        description="Without ID: list the claims, each with the file and line that registers it. With ID: the "
+        "claim's statement and assumptions, the derivations that bear on it, each check with its criterion, its "
+        "wrong theories and the functions it covers, and its figures, each with its file and line; with a report of "
+        "an earlier 'attneb verify' (default ./attneb-report), each check's last verdict and, after --power, its "
+        "size and power.",
+    )
+    show.add_argument("id", nargs="?", metavar="ID", help="a claim id, e.g. C6 (see 'attneb show')")
+    show.add_argument("--report", default=_DEFAULT_REPORT,
+                      help="report.json, or its folder, of an earlier verify (default: %(default)s, if it exists)")
+    show.add_argument("--no-derivations", action="store_true",
+                      help="name the derivations without building them (sympy takes seconds apiece)")
+    printer = show.add_mutually_exclusive_group()
+    printer.add_argument("--pretty", action="store_true", default=None,
+                         help="derivation steps in sympy's unicode pretty printer (default on a terminal)")
+    printer.add_argument("--plain", dest="pretty", action="store_false", help="derivation steps as plain text")
+    show.add_argument("--json", action="store_true", help="print the record as JSON")
+    show.set_defaults(func=_show)
     sweep = sub.add_parser(
         "sweep",
         help="run a declarative experiment (TOML) into a resumable SQLite store",
@@ -214,6 +284,9 @@ def _cores() -> int:
     """The cores this process may run on."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
+
+#: Where ``attneb show`` looks for the last verify report unless told.
+_DEFAULT_REPORT = "attneb-report"
 
 #: Exit status when the reader of the output goes away (``attneb derive | head``): 128 + SIGPIPE,
 #: as the shell reports for a program that SIGPIPE ends.

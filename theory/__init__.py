@@ -29,6 +29,7 @@ __all__ = [
     "Derivation",
     "Step",
     "StepCheck",
+    "derivation_module",
     "get_derivation",
     "list_derivations",
 ]
@@ -54,7 +55,7 @@ class _Registry(Mapping):
     def __getitem__(self, name: str) -> Derivation:
         if name not in _MODULES:
             raise KeyError(f"unknown derivation {name!r}; known: {', '.join(_MODULES)}")
-        return importlib.import_module(f".{_MODULES[name]}", __name__).derivation()
+        return derivation_module(name).derivation()
 
     def __iter__(self) -> Iterator[str]:
         return iter(_MODULES)
@@ -77,3 +78,10 @@ def list_derivations() -> list[str]:
 def get_derivation(name: str) -> Derivation:
     """Build (once) and return the derivation called ``name``; ``KeyError`` if unknown."""
     return DERIVATIONS[name]
+
+
+def derivation_module(name: str):
+    """The module whose ``derivation()`` builds derivation ``name`` (its evaluators live there too); ``KeyError`` if unknown."""
+    if name not in _MODULES:
+        raise KeyError(f"unknown derivation {name!r}; known: {', '.join(_MODULES)}")
+    return importlib.import_module(f".{_MODULES[name]}", __name__)

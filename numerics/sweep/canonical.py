@@ -13,19 +13,19 @@ from collections.abc import Mapping
 import numpy as np
 
 
-def _plain(value):
+def plain(value):
     """``value`` with numpy scalars/arrays and tuples turned into JSON-ready Python objects."""
     if isinstance(value, np.ndarray):
         return value.tolist()
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
+        return [plain(v) for v in value]
     return value
 
 
 def canonical_json(obj) -> str:
     """Sorted keys, no whitespace, floats by ``repr`` (shortest round-trip), no nan/inf."""
-    return json.dumps(_plain(obj), sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return json.dumps(plain(obj), sort_keys=True, separators=(",", ":"), allow_nan=False)

@@ -26,7 +26,7 @@ import numpy as np
 from .. import experiments as _experiments
 from .. import priors as _priors
 from .canonical import canonical_json
-from .registry import ESTIMATORS, _build_prior
+from .registry import ESTIMATORS, build_prior
 from .spec import RunSpec
 
 
@@ -36,7 +36,7 @@ class RunFailed(RuntimeError):
 
 @functools.lru_cache(maxsize=64)
 def _mmse(prior_json: str, sigma2: float, n_mc: int, seed: int) -> _priors.RiskEstimate:
-    prior = _build_prior(json.loads(prior_json))
+    prior = build_prior(json.loads(prior_json))
     return prior.mmse(sigma2, rng=np.random.default_rng(seed), n_mc=n_mc)
 
 

@@ -65,7 +65,7 @@ ESTIMATORS: dict[str, EstimatorEntry] = {
 }
 
 
-def _prior_families() -> dict[str, type]:
+def prior_families() -> dict[str, type]:
     out = {}
     for name in _priors.__all__:
         obj = getattr(_priors, name)
@@ -75,6 +75,6 @@ def _prior_families() -> dict[str, type]:
 
 
 
-def _build_prior(spec: Mapping) -> _priors.Prior:
+def build_prior(spec: Mapping) -> _priors.Prior:
     params = dict(spec)
-    return _prior_families()[params.pop("family")](**params)
+    return prior_families()[params.pop("family")](**params)

@@ -25,7 +25,7 @@ from .measure import run_batch
 from .registry import ESTIMATORS
 from .spec import Experiment, RunSpec, load_experiment
 from .store import ResultStore
-from .workers import _process_pool, _single_threaded_children, _stop_pool
+from .workers import process_pool, single_threaded_children, stop_pool
 
 
 # --------------------------------------------------------------------------------------------
@@ -199,8 +199,8 @@ def run_sweep(
         try:
             with contextlib.ExitStack() as stack:
                 if executor is None and workers > 1 and len(tasks) > 1:
-                    stack.enter_context(_single_threaded_children())
-                    pool = executor = _process_pool(workers)
+                    stack.enter_context(single_threaded_children())
+                    pool = executor = process_pool(workers)
                     max_in_flight = max_in_flight or 2 * workers
                 for _task, rows in iter_results(tasks, run_batch, executor=executor, max_in_flight=max_in_flight):
                     store.add(rows)
@@ -213,7 +213,7 @@ def run_sweep(
                 if completed:
                     pool.shutdown(wait=True)
                 else:
-                    _stop_pool(pool)
+                    stop_pool(pool)
             if bar is not None:
                 bar.close()
         return SweepSummary(

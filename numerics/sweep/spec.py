@@ -62,8 +62,8 @@ from typing import Any
 
 from .. import flow as _flow
 from .. import priors as _priors
-from .canonical import _plain, canonical_json
-from .registry import ESTIMATORS, _build_prior, _prior_families
+from .canonical import plain, canonical_json
+from .registry import ESTIMATORS, build_prior, prior_families
 
 
 #: Defaults of the optional fields.
@@ -290,7 +290,7 @@ class RunSpec:
         return hash(self.key)
 
     def to_dict(self) -> dict:
-        return _plain(dataclasses.asdict(self))
+        return plain(dataclasses.asdict(self))
 
     def to_json(self) -> str:
         """Canonical JSON: sorted keys, no whitespace, floats by ``repr``."""
@@ -325,7 +325,7 @@ class RunSpec:
         return " ".join(parts)
 
     def build_prior(self) -> _priors.Prior:
-        return _build_prior(self.prior)
+        return build_prior(self.prior)
 
     def build_estimator(self, prior: _priors.Prior | None = None):
         entry = ESTIMATORS[self.estimator]
@@ -479,7 +479,7 @@ class Experiment:
             out["options"] = self.options
         if self.description:
             out["description"] = self.description
-        return _plain(out)
+        return plain(out)
 
     def runs(self) -> list[RunSpec]:
         """Every run, in a fixed order (sigma2, n, seed, estimator, h2, T, method, eta), without duplicates."""
@@ -533,7 +533,7 @@ def _parse_seeds(value) -> tuple[int, ...]:
 def _parse_prior(value) -> tuple[dict, _priors.Prior]:
     """Canonical prior spec (the prior's declared parameters, as plain lists) and the prior."""
     value = _table(value, "prior")
-    families = _prior_families()
+    families = prior_families()
     if "family" not in value:
         raise ValueError(f"prior.family is required; expected one of {tuple(families)}")
     family = value["family"]
@@ -550,8 +550,8 @@ def _parse_prior(value) -> tuple[dict, _priors.Prior]:
     except ValueError as exc:
         raise ValueError(f"prior.{exc}") from exc
     spec = {"family": family}
-    spec.update({k: _plain(v) for k, v in params.items()})  # e.g. budget_bytes, as given
-    spec.update({k: _plain(getattr(prior, k)) for k in cls._param_names})  # canonical values
+    spec.update({k: plain(v) for k, v in params.items()})  # e.g. budget_bytes, as given
+    spec.update({k: plain(getattr(prior, k)) for k in cls._param_names})  # canonical values
     return spec, prior
 
 
@@ -577,7 +577,7 @@ def _parse_options(value, names: Sequence[str]) -> dict:
                     f"set it at the top level of the experiment instead"
                 )
         _check_keys(opts, accepted, f"options.{est}")
-        out[est] = _plain(dict(opts))
+        out[est] = plain(dict(opts))
     return out
 
 

@@ -41,7 +41,7 @@ def child_environment(values: dict[str, str], *, override: bool):
                 os.environ[var] = value
 
 
-def _single_threaded_children():
+def single_threaded_children():
     """Start child processes with one BLAS/OpenMP thread each (unless the user set the variables).
 
     One thread per worker is also the fast choice for one worker: the kernel sums multiply
@@ -56,7 +56,7 @@ def _watch_parent(sentinel: int) -> None:
     os._exit(1)
 
 
-def _init_worker() -> None:
+def init_worker() -> None:
     """Worker start-up: leave Ctrl-C to the parent (which stops the pool) and exit if it dies.
 
     The parent is the process that started this one (:func:`multiprocessing.parent_process`), also
@@ -67,17 +67,17 @@ def _init_worker() -> None:
                      name="attneb-parent-watch").start()
 
 
-def _process_pool(workers: int) -> ProcessPoolExecutor:
+def process_pool(workers: int) -> ProcessPoolExecutor:
     # "spawn": fresh interpreters that import numpy with the thread variables set, and no fork
     # of a parent that already runs threads (tqdm's monitor, BLAS).
     return ProcessPoolExecutor(
         max_workers=workers,
         mp_context=multiprocessing.get_context("spawn"),
-        initializer=_init_worker,
+        initializer=init_worker,
     )
 
 
-def _stop_pool(pool: ProcessPoolExecutor) -> None:
+def stop_pool(pool: ProcessPoolExecutor) -> None:
     """Cancel what has not started and end the workers now (their runs in flight are lost)."""
     # ProcessPoolExecutor has no public way to end running workers before Python 3.14.
     processes = list((getattr(pool, "_processes", None) or {}).values())

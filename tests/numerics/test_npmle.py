@@ -150,11 +150,11 @@ def test_loglik_is_non_decreasing_and_matches_scipy():
 def test_each_sqp_and_em_step_increases_the_loglik_on_the_simplex(x, sigma2, grid_size):
     likelihood = npmle._Likelihood(x, npmle._support(x, grid_size, None), sigma2, 2**26)
     w = np.full(grid_size, 1 / grid_size)
-    s, loglik, grad = npmle._evaluate(likelihood, w)
+    s, loglik, grad = npmle.evaluate(likelihood, w)
     while grad.max() - 1 > 1e-6:
         w, s, sqp_loglik, grad = npmle._sqp_step(likelihood, w, s, loglik, grad)
         assert w.sum() == pytest.approx(1.0, abs=1e-14) and np.all(w >= 0)
-        w, s, em_loglik, grad = npmle._em_step(likelihood, w, s, sqp_loglik, grad)
+        w, s, em_loglik, grad = npmle.em_step(likelihood, w, s, sqp_loglik, grad)
         assert w.sum() == pytest.approx(1.0, abs=1e-14) and np.all(w >= 0)
         assert loglik < sqp_loglik <= em_loglik
         loglik = em_loglik

@@ -27,8 +27,8 @@ from attneb.numerics.priors import (
     UniformBox,
     UniformSphere,
 )
-from attneb.proofs_check.finite_differences import five_point_gradient
-from attneb.proofs_check.prior_checks import student_t_posterior_width
+from attneb.proofs_check.engine.finite_differences import five_point_gradient
+from attneb.proofs_check.topics.tweedie import student_t_posterior_width
 from tests.strategies import (
     boxes,
     discretes,
@@ -224,7 +224,7 @@ def posterior_width(prior, sigma2):
     ``|kappa_5| <= 113 sd^5 <= 11 (2 sd)^5``. A Student-t posterior has no closed-form bound (it is
     bimodal for some ``t`` once ``(df + 1) sigma2 > 8 df s^2``): ``max_t |kappa_5|`` is measured
     from the t prior's scale-mixture form, independently of :mod:`attneb.numerics.priors`
-    (:func:`attneb.proofs_check.prior_checks.student_t_posterior_width`, with a margin of 1.5 on ``W``).
+    (:func:`attneb.proofs_check.topics.tweedie.student_t_posterior_width`, with a margin of 1.5 on ``W``).
     """
     if isinstance(prior, Discrete):
         return float(np.max(np.ptp(prior.atoms, axis=0)))

@@ -5,15 +5,15 @@ The criterion is the real check's; at this size the decision is that of these se
 in-sample 1.05 [0.91, 1.20] on the full grid).
 """
 
-from attneb.proofs_check import heavy_tail_checks
+from attneb.proofs_check.topics.stage2 import heavy_tails
 
 
 def shrink_heavy_tails(monkeypatch):
-    real = heavy_tail_checks.depth_configs
+    real = heavy_tails.depth_configs
 
     def small(quick):
         return {part: {**config, "n": [1024], "seeds": {**config["seeds"], "count": 4}}
                 for part, config in real(quick).items() if part == "student-t3"}
 
-    monkeypatch.setattr(heavy_tail_checks, "depth_configs", small)
-    monkeypatch.setattr(heavy_tail_checks, "DEPTHS", (0.8, 0.9, 1.0, 1.1, 1.25))
+    monkeypatch.setattr(heavy_tails, "depth_configs", small)
+    monkeypatch.setattr(heavy_tails, "DEPTHS", (0.8, 0.9, 1.0, 1.1, 1.25))

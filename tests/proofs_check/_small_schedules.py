@@ -5,12 +5,12 @@ The criteria are those of the real checks; at this size the decisions are those 
 pass.
 """
 
-from attneb.proofs_check import schedule_checks
+from attneb.proofs_check.topics.schedules import comparison
 
 SMALL_DESIGN = {"priors": ("two-cluster",), "n": (1024,), "layers": (4,), "seeds": 6, "selection_seeds": 2}
 SMALL_TUNED = {"cases": (("two-cluster", 1024, 4),), "seeds": 6, "tuning_seeds": 1}
 
 
 def shrink_schedules(monkeypatch):
-    monkeypatch.setattr(schedule_checks, "design", lambda quick: dict(SMALL_DESIGN))
-    monkeypatch.setattr(schedule_checks, "tuned_design", lambda quick: dict(SMALL_TUNED))
+    monkeypatch.setattr(comparison, "design", lambda quick: dict(SMALL_DESIGN))
+    monkeypatch.setattr(comparison, "tuned_design", lambda quick: dict(SMALL_TUNED))

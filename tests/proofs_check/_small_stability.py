@@ -13,19 +13,20 @@ needs (4096) costs as much as the rest, and a single 1-D run's fluctuation scatt
 over 6 seeds of six N reached below half the prediction); d = 1 and 3 run in `attneb verify`.
 """
 
-from attneb.proofs_check import blurring_checks, meanfield_checks, stability_checks
+from attneb.proofs_check.topics.gaussian import blurring, horizon
+from attneb.proofs_check.topics.stability import dimension, onset
 
 #: Four of G1's six cases (sigma2/tau2 = 0.2, 0.5, 2, 5; the cheaper horizons).
 SMALL_HORIZON_CASES = ((0.25, 1.25, 0.25), (0.5, 1.0, 0.5), (2.0, 1.0, 1.0), (2.5, 0.5, 1.0))
 
 
 def shrink_stability(monkeypatch):
-    monkeypatch.setattr(stability_checks, "sizes", lambda quick: ([300, 600, 8000], 3))
-    monkeypatch.setattr(stability_checks, "dimension_design",
+    monkeypatch.setattr(onset, "sizes", lambda quick: ([300, 600, 8000], 3))
+    monkeypatch.setattr(dimension, "dimension_design",
                         lambda quick: {"n": {2: [2048, 2896]}, "seeds": 6})
-    monkeypatch.setattr(stability_checks, "onset_design",
+    monkeypatch.setattr(onset, "onset_design",
                         lambda quick: {"h2": [0.025, 0.0125], "n": [1024, 4096, 16384], "seeds": 5})
-    monkeypatch.setattr(meanfield_checks, "HORIZON_CASES", SMALL_HORIZON_CASES)
-    monkeypatch.setattr(meanfield_checks, "horizon_design", lambda quick: {"n": 32768, "seeds": 3})
-    monkeypatch.setattr(blurring_checks, "blurring_design",
+    monkeypatch.setattr(horizon, "HORIZON_CASES", SMALL_HORIZON_CASES)
+    monkeypatch.setattr(horizon, "horizon_design", lambda quick: {"n": 32768, "seeds": 3})
+    monkeypatch.setattr(blurring, "blurring_design",
                         lambda quick: {"n": 65536, "seeds": 8, "risk_n": 2048, "risk_seeds": 2})

@@ -5,11 +5,11 @@ in `attneb verify`, so tests of the questions T1-T3 test their decisions (on syn
 their ability to fail, and that they run; not their answers.
 """
 
-from attneb.proofs_check import training_checks
+from attneb.proofs_check.topics.training import experiment
 
-SMALL_DESIGN = {"priors": training_checks.PRIORS, "dims": (1,), "sigma2": (0.5, 2.0), "seeds": 2, "steps": 60}
+SMALL_DESIGN = {"priors": experiment.PRIORS, "dims": (1,), "sigma2": (0.5, 2.0), "seeds": 2, "steps": 60}
 
 
 def shrink_training(monkeypatch):
-    monkeypatch.setattr(training_checks, "design", lambda quick: dict(SMALL_DESIGN))
-    monkeypatch.setattr(training_checks, "EVAL_CONTEXTS", 16)
+    monkeypatch.setattr(experiment, "design", lambda quick: dict(SMALL_DESIGN))
+    monkeypatch.setattr(experiment, "EVAL_CONTEXTS", 16)

@@ -9,13 +9,16 @@ shrinking lives beside its tests: `_small_convergence.py` (E1, E2, E4, E5), `_sm
 
 import pytest
 
-from attneb.proofs_check import dimension_checks
+from attneb.proofs_check.engine import content
+from attneb.proofs_check.topics.stability import dimension
 
 from ._small_convergence import shrink_convergence
 from ._small_heavy_tails import shrink_heavy_tails
 from ._small_schedules import shrink_schedules
 from ._small_stability import shrink_stability
 from ._small_training import shrink_training
+
+content.load_default()  # every claim of the toolkit, as attneb verify registers them
 
 
 @pytest.fixture(autouse=True)
@@ -29,6 +32,6 @@ def small_experiments(monkeypatch):
     # seeds, the same runs for both (seeds from 3000: 6 s); their slope tests need several N and many seeds (quick:
     # 40 2-D runs, 70 s): decided on synthetic runs in test_dimension_checks.py, not here
     small = {"n": {2: [8192]}, "seeds": {2: 6}, "slope": {}}
-    monkeypatch.setattr(dimension_checks, "threshold_design", lambda quick: small)
-    monkeypatch.setattr(dimension_checks, "successor_design", lambda quick: small)
-    monkeypatch.setattr(dimension_checks, "SUCCESSOR_SEED_START", dimension_checks.THRESHOLD_SEED_START)
+    monkeypatch.setattr(dimension, "threshold_design", lambda quick: small)
+    monkeypatch.setattr(dimension, "successor_design", lambda quick: small)
+    monkeypatch.setattr(dimension, "SUCCESSOR_SEED_START", dimension.THRESHOLD_SEED_START)

@@ -1,16 +1,18 @@
 """`attneb verify`: the report, the exit status, and that every check can fail."""
 
 import json
+import re
 
 import numpy as np
 import pytest
-
 import sympy as sp
 
 from attneb import theory
 from attneb.numerics import estimators, flow, kernels, schedules, training
-from attneb.proofs_check import cli, schedule_checks, symbolic_checks
-from attneb.proofs_check.registry import CLAIMS, Context
+from attneb.proofs_check import cli
+from attneb.proofs_check.engine import derivations
+from attneb.proofs_check.engine.registry import CLAIMS, Context
+from attneb.proofs_check.topics.schedules import comparison
 from attneb.theory import depth_noise, stability
 
 NUMERIC_CLAIMS = ["C1", "C2", "C3", "C7", "C9", "G1", "G2", "S1", "T0", "G4", "A1"]
@@ -90,8 +92,8 @@ def _training_backward_drops_the_key_norm_bias(monkeypatch):
 
 
 def _training_stage_two_without_value_scale(monkeypatch):
-    real = training._matrices
-    monkeypatch.setattr(training, "_matrices", lambda params, kind, dim: (*real(params, kind, dim)[:3], np.eye(dim)))
+    real = training.matrices
+    monkeypatch.setattr(training, "matrices", lambda params, kind, dim: (*real(params, kind, dim)[:3], np.eye(dim)))
 
 
 def _stage_one_with_half_the_bandwidth(monkeypatch):
@@ -110,8 +112,8 @@ def _annealed_layers_keep_the_first_bandwidth(monkeypatch):
 
 
 def _tuned_comparator_ignores_its_horizon(monkeypatch):
-    real = schedule_checks._fixed_at
-    monkeypatch.setattr(schedule_checks, "_fixed_at", lambda noisy, ratio, factor, n_layers: real(noisy, ratio, 1.0,
+    real = comparison._fixed_at
+    monkeypatch.setattr(comparison, "_fixed_at", lambda noisy, ratio, factor, n_layers: real(noisy, ratio, 1.0,
                                                                                                   n_layers))
 
 
@@ -158,10 +160,21 @@ def test_every_claim_has_a_check():
     assert [c for c in CLAIMS if not CLAIMS[c].checks] == []
 
 
-def test_derivation_claim_map_matches_the_derivations():
-    assert set(symbolic_checks.DERIVATION_CLAIMS) == set(theory.list_derivations())
-    for name, ids in symbolic_checks.DERIVATION_CLAIMS.items():
-        assert set(ids) == symbolic_checks.derivation_refs(name), name
+#: The toolkit's own claims that a derivation establishes, which its typed-in claims do not name (no paper ref).
+TOOLKIT_REFS = {"stability": {"S1"}, "gaussian": {"G1"}}
+
+
+def test_each_derivation_is_registered_for_the_claims_it_bears_on():
+    registered = {}
+    for claim in CLAIMS.values():
+        for chk in claim.checks:
+            match = re.fullmatch(r"derivation '(\w+)' \(sympy\)", chk.name)
+            if match:
+                registered.setdefault(match.group(1), set()).add(claim.id)
+    assert set(registered) == set(theory.list_derivations())
+    for name in theory.list_derivations():
+        refs = {c.ref for c in theory.get_derivation(name).claims if c.ref} | TOOLKIT_REFS.get(name, set())
+        assert registered[name] == refs, name
 
 
 #: Which step to double in each derivation: the first, except where sympy takes long to refute it.
@@ -176,10 +189,10 @@ def _break_a_step(name, monkeypatch):
     monkeypatch.setattr(theory, "get_derivation", lambda n: broken if n == name else theory.DERIVATIONS[n])
 
 
-@pytest.mark.parametrize("name", list(symbolic_checks.DERIVATION_CLAIMS))
+@pytest.mark.parametrize("name", theory.list_derivations())
 def test_a_wrong_derivation_step_fails_its_evidence(name, tmp_path, monkeypatch):
     _break_a_step(name, monkeypatch)
-    evidence = symbolic_checks.derivation_evidence(name, Context(quick=True, out=tmp_path))
+    evidence = derivations.derivation_evidence(name, Context(quick=True, out=tmp_path))
     assert not evidence.passed and f"FAILED: step {BROKEN_STEP.get(name, 1)}" in evidence.summary
 
 

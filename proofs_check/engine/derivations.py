@@ -1,0 +1,117 @@
+"""Symbolic evidence: a derivation of :mod:`attneb.theory` checked as a check of the claims it bears on.
+
+Each topic registers, for its own claims, the derivations that bear on them
+(:func:`register_derivation`, which a researcher's own module may call too); a test keeps these
+registrations equal to the refs of the derivations' typed-in claims. Registering does not build the
+derivation (seconds of sympy): it is built and checked once per run, when its first check runs, and
+kept in the run's :class:`~attneb.proofs_check.engine.registry.Context`.
+
+The wrong theories a derivation check must reject are its claims, mutated one at a time
+(:func:`attneb.theory.mutations.mutants`): the typed closed form times ``(1 + eps)``, plus ``eps`` times
+a free symbol, with a changed coefficient, and so on. Each mutant replaces the derivation while
+the check runs; a check that still passed would be a claim that holds by construction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import cache
+
+from attneb import theory
+
+from .registry import Alternative, Context, Evidence, alternative, check, source_of, swap
+
+#: Name -> function building the derivation. Read at call time, so that a mutant can stand in.
+BUILDERS: dict[str, Callable[[], theory.Derivation]] = {}
+#: Claim id -> the names of the derivations registered as its checks, in order.
+CLAIM_DERIVATIONS: dict[str, list[str]] = {}
+#: The swap target of every mutant alternative: :data:`BUILDERS`, named from this module's own name.
+BUILDERS_TARGET = f"{__name__}:BUILDERS"
+
+
+def _checked(name: str, ctx: Context):
+    derivation = BUILDERS[name]()
+    key = ("derivation", name, id(derivation))
+    if key not in ctx.cache:
+        ctx.cache[key] = (derivation, derivation.check())
+    return ctx.cache[key]
+
+
+def derivation_evidence(name: str, ctx: Context) -> Evidence:
+    """Check derivation ``name``: passed when every step and claim is verified (symbolically or numerically)."""
+    derivation, report = _checked(name, ctx)
+    counts = report.methods()
+    failed = [f"{e.kind} {e.index} ({e.reason})" for e in report.entries if not e.passed]
+    claims = [c.statement for c in derivation.claims]
+    how = f"{counts['symbolic']} symbolic"
+    if counts["numeric"]:
+        how += f", {counts['numeric']} numeric (mpmath at random points, not a proof)"
+    if counts["failed"]:
+        how += f", {counts['failed']} failed"
+    summary = f"derivation '{name}': {len(report.entries)} steps and claims checked, {how}"
+    if failed:
+        summary += "; FAILED: " + "; ".join(failed)
+    return Evidence(
+        passed=report.passed,
+        kind="numeric" if counts["numeric"] else "symbolic",
+        summary=summary,
+        data={"derivation": name, "methods": counts, "claims": claims, "failed": failed},
+    )
+
+
+@cache
+def _mutant_alternatives(name: str) -> Callable[[], list[Alternative]]:
+    """The wrong theories of derivation ``name``, built once when first needed, shared by every claim it bears on."""
+    @cache
+    def build() -> list[Alternative]:
+        """each claim of the derivation mutated in turn (theory.mutations.mutants)"""
+        from attneb.theory import mutations  # building mutants needs the derivation anyway
+
+        real = BUILDERS[name]()
+        return [
+            alternative(f"{label}: {mutation}", f"derivation '{name}' with {label} mutated ({mutation})",
+                        swap(BUILDERS_TARGET,
+                             lambda builders, m=mutant: {**builders, name: lambda: m}))
+            for label, mutation, mutant in mutations.mutants(real, kinds=("claim",))
+        ]
+
+    return build
+
+
+@cache
+def theory_derivation(name: str) -> Callable[[], theory.Derivation]:
+    """The builder of :mod:`attneb.theory`'s derivation ``name`` (one function per name, so that topics share it)."""
+    if name not in theory.list_derivations():
+        raise ValueError(f"unknown derivation {name!r}; known: {', '.join(theory.list_derivations())}")
+
+    def build() -> theory.Derivation:
+        return theory.get_derivation(name)
+
+    build.source = source_of(theory.derivation_module(name).derivation)
+    return build
+
+
+def register_derivation(name: str, build: Callable[[], theory.Derivation], claim_ids: Sequence[str]) -> None:
+    """Register derivation ``build()`` as a check of every claim in ``claim_ids``.
+
+    Its wrong theories are its claims mutated one at a time; the check fails when any step or
+    claim fails. ``build`` should cache its result (it is called at every check). A derivation that
+    bears on claims of several topics is registered by each, with the same ``build``
+    (:func:`theory_derivation` for those of :mod:`attneb.theory`); another ``build`` under a name
+    already taken is an error.
+    """
+    if BUILDERS.setdefault(name, build) is not build:
+        raise ValueError(f"a different derivation named {name!r} is already registered")
+    alternatives = _mutant_alternatives(name)
+    for claim_id in claim_ids:
+        CLAIM_DERIVATIONS.setdefault(claim_id, []).append(name)
+        check(
+            claim_id, f"derivation '{name}' (sympy)",
+            criterion="every step and every claim holds: reduced to 0 by sympy, or, where sympy cannot decide, at "
+            "seeded random points in mpmath (40 digits, relative 1e-25), or, for items whose right side a sympy "
+            "engine produced, by an independent route (mpmath quadrature/differentiation at 20 digits to a relative "
+            "1e-15, sifting of Dirac masses, an antiderivative differentiated, a solution substituted back); "
+            "numeric routes are reported as numeric, not as proofs",
+            alternatives=alternatives,
+            source=getattr(build, "source", None) or source_of(build),
+        )(lambda ctx, n=name: derivation_evidence(n, ctx))

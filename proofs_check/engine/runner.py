@@ -1,0 +1,200 @@
+"""Run the registered checks and collect their evidence."""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import content
+from .registry import CLAIMS, Check, Claim, Context, Evidence
+from .shared_pool import run_groups
+from .studies import STUDIES
+
+__all__ = ["SHARED_MEASUREMENTS", "STUDIES", "CheckResult", "ClaimResult", "run", "run_check", "select"]
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """Outcome of one check: ``"pass"``, ``"fail"`` or ``"error"`` (it raised)."""
+
+    check: Check
+    status: str
+    evidence: Evidence | None
+    error: str | None
+    seconds: float
+
+    @property
+    def name(self) -> str:
+        return self.check.name
+
+
+@dataclass(frozen=True)
+class ClaimResult:
+    """A claim and the outcomes of its checks."""
+
+    claim: Claim
+    checks: tuple[CheckResult, ...]
+
+    @property
+    def status(self) -> str:
+        """``"unchecked"`` with no gating check, else ``"error"`` > ``"fail"`` > ``"pass"`` over the gating checks.
+
+        A superseded check (``gating=False``) is reported with its own status but does not
+        decide the claim's.
+        """
+        statuses = {c.status for c in self.checks if c.check.gating}
+        if not statuses:
+            return "unchecked"
+        for worst in ("error", "fail"):
+            if worst in statuses:
+                return worst
+        return "pass"
+
+
+def run_check(chk: Check, ctx: Context) -> CheckResult:
+    """Run one check; an exception is reported as status ``"error"`` with its traceback, never hidden."""
+    start = time.perf_counter()
+    try:
+        evidence = chk.func(ctx)
+    except Exception:  # noqa: BLE001 - a crashing check is reported, never hidden
+        return CheckResult(chk, "error", None, traceback.format_exc(limit=5), time.perf_counter() - start)
+    status = "pass" if evidence.passed else "fail"
+    return CheckResult(chk, status, evidence, None, time.perf_counter() - start)
+
+
+def select(ids: Iterable[str] | None) -> list[str]:
+    """Claim ids to run, each once (default: all, in registry order); unknown ids raise ``ValueError``.
+
+    Loads the toolkit's own claims first (:func:`attneb.proofs_check.engine.content.load_default`).
+    """
+    content.load_default()
+    selected = list(CLAIMS) if ids is None else list(dict.fromkeys(ids))
+    unknown = [i for i in selected if i not in CLAIMS]
+    if unknown:
+        raise ValueError(f"unknown claim id(s) {unknown}; known: {list(CLAIMS)}")
+    return selected
+
+
+def run(
+    ids: Iterable[str] | None = None,
+    *,
+    quick: bool = False,
+    out: Path = Path("attneb-report"),
+    workers: int = 1,
+    on_claim: Callable[[ClaimResult], None] | None = None,
+    cache: dict | None = None,
+    sources: Sequence[str] = (),
+) -> list[ClaimResult]:
+    """Run the checks of the claims ``ids`` (default: all), reporting them in registry order.
+
+    With ``workers > 1`` the claims run in parallel, in that many processes (one BLAS and
+    kernel thread each, no progress bars; spawned, or forks of the server that ``attneb verify``
+    starts, :func:`attneb.proofs_check.engine.shared_pool.start_server`), each of which loads ``sources`` and
+    runs whole claims: the checks of one claim, and the claims of a group of
+    :data:`SHARED_MEASUREMENTS`, run one after another in one process, sharing its cache. The
+    runs of the checks' experiments go to the same processes (:mod:`attneb.proofs_check.engine.shared_pool`):
+    about ``workers`` computations run at a time. The results do not depend on ``workers``:
+    every check computes the same numbers in any process, the store
+    takes concurrent writers, and :class:`ClaimResult` s come in registry order. A check that
+    a fresh process does not know (registered at run time, not by ``sources``) runs in this
+    process, as do all of them with ``workers == 1``; swapped or monkeypatched code reaches
+    only this process.
+
+    Parameters
+    ----------
+    ids : iterable of str, optional
+        Claim ids to run; unknown ids raise ``ValueError``.
+    quick : bool
+        Smaller problems, still real checks.
+    out : pathlib.Path
+        Report folder, where checks keep their stores and figures (created if needed).
+    workers : int
+        Worker processes, shared by the claims and their experiments' runs.
+    on_claim : callable, optional
+        Called with each :class:`ClaimResult` as soon as it and every claim before it are complete.
+    cache : dict, optional
+        The cache of the checks run in this process (:attr:`Context.cache`); pass one to reuse
+        its contents afterwards (a power analysis decides again on what the run measured).
+    sources : sequence of str
+        Modules or files that register extra claims (see :func:`load`), already loaded here;
+        the worker processes load them too.
+    """
+    selected = select(ids)
+    out.mkdir(parents=True, exist_ok=True)
+    ctx = Context(quick=quick, out=out, workers=workers, cache={} if cache is None else cache)
+    parallel = workers > 1
+    results = []
+    for claim_id, remote in (_in_workers(selected, ctx, sources) if parallel else _here(selected)):
+        claim = CLAIMS[claim_id]
+        checks = tuple(run_check(c, ctx) if r is None else CheckResult(c, *r) for c, r in zip(claim.checks, remote))
+        result = ClaimResult(claim, checks)
+        if on_claim is not None:
+            on_claim(result)
+        results.append(result)
+    return results
+
+
+#: Claims that decide on the same measurements, which the first of them to run computes and
+#: stores: they run one after another in one worker process (in parallel, each would compute
+#: them). E6's trained networks.
+SHARED_MEASUREMENTS = (("T1", "T2", "T3"),)
+#: Outcome of a check in a worker: ``(status, evidence, error, seconds)``, or ``None`` to run it here.
+Outcome = tuple[str, Evidence | None, str | None, float] | None
+
+
+def _here(selected: list[str]) -> Iterator[tuple[str, list[Outcome]]]:
+    for claim_id in selected:
+        yield claim_id, [None] * len(CLAIMS[claim_id].checks)
+
+
+def _groups(selected: list[str]) -> list[list[str]]:
+    """The claims each worker task runs, in registry order: alone, or with those it shares measurements with."""
+    groups, placed = [], {}
+    for claim_id in selected:
+        shared = next((g for g in SHARED_MEASUREMENTS if claim_id in g), ())
+        leader = next((c for c in shared if c in placed), None)
+        if leader is None:
+            placed[claim_id] = len(groups)
+            groups.append([claim_id])
+        else:
+            groups[placed[leader]].append(claim_id)
+            placed[claim_id] = placed[leader]
+    return groups
+
+
+def _in_workers(selected: list[str], ctx: Context, sources: Sequence[str]) -> Iterator[tuple[str, list[Outcome]]]:
+    """Yield each claim's outcomes in registry order, computed by groups of claims in a pool of ``ctx.workers`` processes."""
+    tasks = [[(c, [chk.name for chk in CLAIMS[c].checks]) for c in group] for group in _groups(selected)]
+    done = {}
+    pending = iter(selected)
+    claim_id = next(pending, None)
+    for _, outcomes in run_groups(tasks, _run_claims, (ctx.quick, ctx.out, ctx.workers), workers=ctx.workers,
+                                  sources=sources):
+        done.update(outcomes)
+        while claim_id in done:
+            yield claim_id, done.pop(claim_id)
+            claim_id = next(pending, None)
+    if claim_id is not None:
+        raise RuntimeError(f"verify's pool ended without the outcome of claim {claim_id}")
+
+
+#: The cache of the checks a worker process runs (:attr:`Context.cache`).
+_WORKER_CACHE: dict = {}
+
+
+def _run_claims(claims: list[tuple[str, list[str]]], quick: bool, out: Path, workers: int) -> dict[str, list[Outcome]]:
+    """In a worker: run the named checks of each claim; ``None`` for a check this process does not know."""
+    content.load_default()
+    ctx = Context(quick=quick, out=out, workers=workers, cache=_WORKER_CACHE)
+    outcomes = {}
+    for claim_id, names in claims:
+        known = {c.name: c for c in CLAIMS[claim_id].checks} if claim_id in CLAIMS else {}
+        outcomes[claim_id] = []
+        for name in names:
+            result = run_check(known[name], ctx) if name in known else None
+            outcomes[claim_id].append(None if result is None else
+                                      (result.status, result.evidence, result.error, result.seconds))
+    return outcomes

@@ -1,0 +1,174 @@
+"""E6 and the claims T0-T3: decisions on synthetic records, their wrong theories, resuming, the report."""
+
+import json
+
+import numpy as np
+import pytest
+
+from attneb.numerics import training
+from attneb.proofs_check import cli
+from attneb.proofs_check.engine.registry import CLAIMS, Context
+from attneb.proofs_check.topics.training import experiment
+from attneb.proofs_check.topics.training import network as network_checks
+from tests.proofs_check._small_training import SMALL_DESIGN
+
+QUESTIONS = ("T1", "T2", "T3")
+
+
+def _synthetic_runs(*, stage2=1.0, budget=1.0, trained=0.9, gaussian_var=experiment.TAU2):
+    """Records as run_training writes them, where the theory holds (by default) up to small seed-to-seed noise.
+
+    Stage 2 learns ``stage2 * sigma2`` (two clusters) or ``stage2 * sigma2 * s / tau2`` with
+    ``s = gaussian_var`` the variance of the refined tokens (Gaussian prior: the Bayes family).
+    """
+    rng = np.random.default_rng(0)
+    runs = []
+    for prior in experiment.PRIORS:
+        for dim in (1, 2):
+            for s2 in (0.25, 0.5, 1.0, 2.0):
+                for seed in range(4):
+                    constructed = rng.uniform(0.3, 0.4, 16)
+                    var = gaussian_var if prior == "gaussian" else 1.0
+                    runs.append({
+                        "prior": prior, "d": dim, "sigma2": s2, "seed": seed,
+                        "stage2_h2": stage2 * s2 * var / experiment.TAU2 * (1 + 0.01 * rng.standard_normal()),
+                        "budget": budget * s2 + 0.01 * rng.standard_normal(),
+                        "refined_var": var,
+                        "stage1_eta": [0.5] * 4,
+                        "risks": {"trained": (trained * (1 + 0.005 * rng.standard_normal()) * constructed).tolist(),
+                                  "constructed": constructed.tolist(), "tuned": constructed.tolist()},
+                    })
+    return runs
+
+
+def _decide(runs, tmp_path) -> dict:
+    """Every check of T1-T3 on ``runs``: name -> passed."""
+    ctx = Context(quick=False, out=tmp_path, power=True)
+    ctx.cache[("E6", False, str(ctx.store_path))] = runs
+    return {chk.name: chk.func(ctx).passed for cid in QUESTIONS for chk in CLAIMS[cid].checks}
+
+
+def test_questions_are_questions_and_t0_is_not():
+    assert [cid for cid in ("T0", *QUESTIONS) if CLAIMS[cid].question] == list(QUESTIONS)
+
+
+def test_every_question_passes_where_the_theory_holds(tmp_path):
+    assert all(_decide(_synthetic_runs(), tmp_path).values())
+
+
+@pytest.mark.parametrize("wrong, fails", [
+    ({"stage2": 1.2}, ["E6: learned Stage-2 bandwidth within 15% of sigma2 (two-cluster prior)",
+                       "E6: learned Stage-2 bandwidth within 15% of sigma2 (Gaussian prior)",
+                       "E6: learned Stage-2 bandwidth on the Bayes family h = s sigma2/tau2 (Gaussian prior)"]),
+    ({"gaussian_var": 2.0}, ["E6: learned Stage-2 bandwidth within 15% of sigma2 (Gaussian prior)"]),
+    ({"budget": 1.6}, ["E6: slope of the depth budget 2 sum eta_l h2_l in sigma2 (two-cluster prior)"]),
+    ({"trained": 1.03}, ["E6: trained risk no worse than the construction (non-inferiority, every case)"]),
+], ids=["bandwidth x 1.2", "tokens at 2 tau2 (on the family)", "budget slope 1.6", "trained 3% worse"])
+def test_each_question_fails_where_its_theory_does_not_hold(wrong, fails, tmp_path):
+    decided = _decide(_synthetic_runs(**wrong), tmp_path)
+    assert sorted(name for name, passed in decided.items() if not passed) == sorted(fails)
+
+
+@pytest.mark.parametrize("chk", [chk for cid in QUESTIONS for chk in CLAIMS[cid].checks], ids=lambda c: c.name)
+def test_every_wrong_theory_of_the_questions_is_rejected_where_the_theory_holds(chk, tmp_path):
+    # On the family, off the construction's point (s = 1.5 tau2): where "h = sigma2 whatever s" differs from it.
+    truth = {"gaussian_var": 1.5} if "family" in chk.name else {}
+    ctx = Context(quick=False, out=tmp_path, power=True)
+    ctx.cache[("E6", False, str(ctx.store_path))] = _synthetic_runs(**truth)
+    assert chk.func(ctx).passed
+    for wrong in chk.wrong_theories():
+        with wrong.applied():
+            assert not chk.func(ctx).passed, wrong.name
+
+
+def test_runs_are_stored_as_they_finish_and_reused(tmp_path, monkeypatch):
+    runs = experiment.trained_runs(Context(quick=True, out=tmp_path))
+    assert len(runs) == 2 * len(SMALL_DESIGN["sigma2"]) * SMALL_DESIGN["seeds"]
+    assert {r["steps"] for r in runs} == {SMALL_DESIGN["steps"]} and all(len(r["risks"]["npmle"]) == experiment.EVAL_CONTEXTS for r in runs)
+
+    def no_training(*args):
+        raise AssertionError("a stored run was trained again")
+
+    monkeypatch.setattr(experiment, "run_training", no_training)
+    assert experiment.trained_runs(Context(quick=True, out=tmp_path)) == runs
+
+
+def test_run_training_is_reproducible_and_scores_every_estimator():
+    one = experiment.run_training("two-cluster", 1, 0.5, 0, 20)
+    two = experiment.run_training("two-cluster", 1, 0.5, 0, 20)
+    one.pop("seconds"), two.pop("seconds")
+    assert one == two
+    assert set(one["risks"]) == set(experiment.ESTIMATORS)
+    assert one["budget"] == pytest.approx(2 * np.dot(one["stage1_eta"], one["stage1_h2"]))
+    # The initial Stage-2 bandwidth is a factor 2 to 4 from sigma2 (away from the construction).
+    assert 2 <= max(one["initial"]["stage2_h2"] / 0.5, 0.5 / one["initial"]["stage2_h2"]) <= 4
+
+
+def _verify(tmp_path, *ids):
+    return cli.main(["verify", "--quick", "--workers", "1", "--out", str(tmp_path), "--only", *ids])
+
+
+def test_a_question_answered_no_is_reported_and_does_not_fail_verify(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(experiment, "trained_runs", lambda ctx: _synthetic_runs())
+    monkeypatch.setattr(experiment, "predicted_depth_budget", lambda sigma2: 0.0)
+    assert _verify(tmp_path, "T2") == 0
+    report = json.loads((tmp_path / "report.json").read_text())
+    [entry] = report["claims"]
+    assert (entry["question"], entry["status"], report["passed"]) == (True, "fail", True)
+    out = capsys.readouterr().out
+    assert "T2   ANSWER NO" in out and "questions answered no (findings, see the report): T2" in out
+    assert "## T2: trained Stage 1 learns the depth-noise relation — question, answer no" in \
+        (tmp_path / "report.md").read_text()
+
+
+def test_a_question_that_raises_fails_verify(tmp_path, monkeypatch):
+    def broken(runs, prior="two-cluster"):
+        raise RuntimeError("broken")
+
+    monkeypatch.setattr(experiment, "trained_runs", lambda ctx: _synthetic_runs())
+    monkeypatch.setattr(experiment, "budget_slope", broken)
+    assert _verify(tmp_path, "T2") == 1
+    assert json.loads((tmp_path / "report.json").read_text())["claims"][0]["status"] == "error"
+
+
+def test_verify_draws_the_figures_and_plot_redraws_them(tmp_path, capsys):
+    assert _verify(tmp_path, "T1") == 0
+    [entry] = json.loads((tmp_path / "report.json").read_text())["claims"]
+    assert entry["evidence"][0]["figures"] == ["E6_bandwidths.png", "E6_depth_budget.png", "E6_training.png"]
+    assert "| two-cluster | 1 | 0.5 | 0 |" in entry["evidence"][0]["markdown"]
+    again = tmp_path / "again"
+    assert cli.main(["plot", "E6", "--quick", "--store", str(tmp_path / "results.sqlite"), "--out", str(again)]) == 0
+    assert all((again / f"{name}.{ext}").is_file() for name in ("E6_bandwidths", "E6_depth_budget", "E6_training")
+               for ext in ("png", "pdf"))
+    assert cli.main(["plot", "E6", "--store", str(tmp_path / "results.sqlite"), "--out", str(again)]) == 2
+    assert "no E6 runs of the full mode" in capsys.readouterr().err
+
+
+def test_make_prior_names_the_unknown_prior():
+    with pytest.raises(ValueError, match="prior == 'cauchy'"):
+        experiment.make_prior("cauchy", 1)
+
+
+def test_training_that_climbs_the_loss_answers_no_to_t3(tmp_path, monkeypatch, capsys):
+    real = training._adam_step
+    monkeypatch.setattr(training, "_adam_step", lambda params, grad, m, v, step, lr: real(
+        params, {k: -g for k, g in grad.items()}, m, v, step, lr))
+    assert _verify(tmp_path, "T3") == 0
+    [entry] = json.loads((tmp_path / "report.json").read_text())["claims"]
+    assert entry["status"] == "fail" and entry["evidence"][0]["status"] == "fail"
+    assert "T3   ANSWER NO" in capsys.readouterr().out
+
+
+def test_tuned_construction_is_the_best_grid_point_and_reproducible():
+    h2, eta = experiment.tuned_construction("two-cluster", 1, 0.5)
+    assert h2 / 0.5 in experiment.TUNING_H2 and eta in experiment.TUNING_ETA
+    assert experiment.tuned_construction("two-cluster", 1, 0.5) == (h2, eta)
+
+
+@pytest.mark.parametrize("kind", ["scalar", "matrix"])
+def test_trained_like_parameters_cover_the_ranges_training_reaches(kind):
+    params = network_checks.trained_like_params(2, 400, 0.5, kind, np.random.default_rng(0))
+    network = training.TrainedTransformer(params)
+    assert network.stage1_eta_.min() < -2 and network.stage1_eta_.max() > 1.2
+    if kind == "scalar":
+        assert (network.stage1_h2_ / 0.5).min() < 0.25 and (network.stage1_h2_ / 0.5).max() > 150
