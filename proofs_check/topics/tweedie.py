@@ -82,7 +82,7 @@ SIGMA2S = (0.5, 2.0)
 EPS = float(np.finfo(float).eps)
 
 
-#: The six priors of the estimator table (``convergence_checks.TABLE_PRIORS``) and the 3-D sphere:
+#: The six priors of the estimator table (:data:`attneb.proofs_check.topics.designs.TABLE_PRIORS`) and the 3-D sphere:
 #: symmetric, centred, equal weights, radius 1, N(0, 1).
 ESTIMATOR_TABLE_PRIORS: dict[str, tuple[str, priors.Prior]] = {
     "gaussian": ("Gaussian N(0, 1)", priors.Gaussian(0.0, 1.0)),

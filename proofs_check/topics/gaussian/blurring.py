@@ -48,7 +48,7 @@ CRITERION = (
     "Three cases (sigma2, tau2, h2) = (2, 1, 0.25), (1, 1, 0.5), (1, 1e-4, 0.5) at eta = 1. Per seed and case, "
     "N = 65536 tokens drawn from N(0, tau2) plus noise (8 seeds) run layers of step 1 until their "
     "variance is <= tau2. The ratio error of layer l is the measured s_{l+1}/s_l over theory's ratio at the "
-    "measured s_l (depth_noise.gaussian_variance_map(s_l, h2, 1, 1)[1] / s_l, through proofs_check.blurring_checks."
+    "measured s_l (depth_noise.gaussian_variance_map(s_l, h2, 1, 1)[1] / s_l, through proofs_check.topics.gaussian.blurring."
     "blurring_ratio), minus 1. Passes when in every case (i) the 95% t-interval over seeds of the first layer's "
     "ratio error lies within +-0.3%, and (ii) every seed's layer count equals depth_noise.gaussian_layers(sigma2, "
     "tau2, h2, 1). (Set after a 4-seed pilot in which later layers departed by up to 0.9%: reported, not decided.)"

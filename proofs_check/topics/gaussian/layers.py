@@ -148,7 +148,7 @@ LAYER_MAP_CRITERION = (
     "(2, 2, 1/2), where s/h2 runs from 8 to 4. Per seed and case, N = 65536 tokens drawn from the prior plus noise "
     "(not standardised; 10 seeds, quick: 5) run Euler layers of step eta until their variance is <= tau2. The "
     "ratio error of layer l is the measured ratio s_{l+1}/s_l divided by theory's ratio at the measured s_l "
-    "(proofs_check.meanfield_checks.layer_ratio: depth_noise.gaussian_variance_map(s_l, h2, eta, 1)[1] / s_l), "
+    "(proofs_check.topics.gaussian.layers.layer_ratio: depth_noise.gaussian_variance_map(s_l, h2, eta, 1)[1] / s_l), "
     "minus 1. Passes when (i) in every case and every layer that every seed runs, the 95% t-interval over seeds "
     "of the ratio error lies within +-0.3%; (ii) in every case every seed's layer count equals "
     "depth_noise.gaussian_layers; (iii) in the first two cases every seed's layer count differs from "

@@ -294,7 +294,7 @@ E7_NOTE = (
     "ideal gap (Stage 2 over the clean tokens, what the oracle tends to as L grows) beside each case; the "
     "pooled log-ratio at every N. Selecting h2 on the scored contexts themselves would lower the fixed bandwidth's "
     "gaps and can only make both criteria harder to pass, so that wrong procedure is not among the alternatives: "
-    "the selection contexts are a stream of their own (proofs_check.schedule_checks._contexts). Power (quick, 40 "
+    "the selection contexts are a stream of their own (proofs_check/topics/schedules/comparison.py, _contexts). Power (quick, 40 "
     "subsets of a pool of 3 x 6 seeds): size 0, power 1 against each alternative."
 )
 

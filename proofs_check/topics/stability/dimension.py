@@ -259,7 +259,7 @@ def _growth_times(factor):
     return lambda real: lambda k, h2: factor * real(k, h2)
 
 
-#: The wrong theories of the dimension checks (this one and the threshold checks of dimension_checks).
+#: The wrong theories of the dimension checks (this one and the threshold checks below).
 DIMENSION_ALTERNATIVES = [
     alternative("N_c independent of d", "every dimension predicted as d = 1 (the per-mode law has no d)",
                 swap(f"{__name__}:predicted_fluctuation", _same_in_every_dimension)),
@@ -304,7 +304,7 @@ DIMENSION_ALTERNATIVES = [
             "decided on; (4) quick mode's 3-D runs sit at N = 8192, about 0.66 N_c(3), below the threshold, and "
             "nothing checks that N eps^2 does not depend on N. A deterministic check of N_C_DIM against the "
             "fluctuation integral in d = 1, 2, 3, a design with every N >= 2 N_c(d) and fresh seeds are left for a "
-            "later session; they are proofs_check/dimension_checks.py's two S1 checks (its seeds 2000-2007 their pilot)")
+            "later session; they are the two threshold checks of proofs_check/topics/stability/dimension.py (its seeds 2000-2007 their pilot)")
 def threshold_in_dimension(ctx: Context) -> Evidence:
     runs, design = _dimension_runs(ctx)
     d = decide_dimension(runs, design)
@@ -454,7 +454,7 @@ def _threshold_times(factor_of):
                        swap("attneb.theory.stability:growth_rate", _growth_times(0.85))),
        ],
        note="c1 and the order-2 coefficients c2 were derived (sympy series of the Laplace integral in 1/sqrt(M), "
-            "tests/proofs_check/test_dimension_checks.py) before any ratio was computed; the bound 5/M on the "
+            "tests/proofs_check/topics/stability/test_dimension.py) before any ratio was computed; the bound 5/M on the "
             "remainder allows |c2| <= 2.03 plus higher orders. N_C_DIM's leading order and its h2^(-(d-1)/2) are "
             "decided here, on the continuous-depth integral; the Euler layers of the runs (eta = 0.05) are in the "
             "particle check's linear theory, not in N_C_DIM")
@@ -531,7 +531,7 @@ def _threshold_with(make):
             "check, which sets rho0 = level = 1). What neither check can see: an error in the growth rate that the "
             "derivation, the integrand and c1 share (all three come from the theory's lambda: a rate x 0.7 re-derived "
             "consistently passes both); the rate is checked on its own by the lattice mode-growth check of the mean "
-            "field (meanfield_checks) and the form of the integrand by the threshold runs")
+            "field (proofs_check/topics/stability/linear.py) and the form of the integrand by the threshold runs")
 def laplace_arguments(ctx: Context) -> Evidence:
     rows = argument_ratios()
     allowed = LAPLACE_REMAINDER / ARGUMENTS_M

@@ -62,7 +62,7 @@ FD_STEP = 1e-5
 FD_TOLERANCE = 1e-7
 
 
-#: Tolerance of the binned kernel path in the E4 sweeps (``convergence_checks.FAST``).
+#: Tolerance of the binned kernel path in the E4 sweeps (:data:`attneb.proofs_check.topics.designs.FAST`).
 BINNED_TOL = 1e-7
 
 

@@ -275,7 +275,7 @@ _LEARNED_TIMES_13 = alternative(
 #: Beside every question's check: what its power analysis measures.
 E6_POWER_NOTE = ("its power analysis decides once under each theory on the stored runs (replication 'none': fresh seeds "
                  "would mean training again, minutes per replicate): size and power are those of the decision on "
-                 "these data, not over seeds; tests/proofs_check/test_training_checks.py shows on synthetic records "
+                 "these data, not over seeds; tests/proofs_check/topics/test_training.py shows on synthetic records "
                  "that it passes where its hypothesis holds and fails where each wrong theory holds")
 
 
