@@ -12,6 +12,10 @@ derivations' per-item methods and details are the same in both. One process, der
 registry order, each real check before its mutants (sympy's cache is then as warm in both runs).
 Nothing is asserted; the exit status is 1 when a mutant passes, a real derivation fails, or (with
 ``--compare``) a real item's method or detail changed.
+
+To measure another version of ``theory/`` (the one before a change), copy it beside the package's
+own ``__init__``, as ``DIR/attneb/theory`` next to a copy of ``src/attneb``, and run this script with
+``PYTHONPATH=DIR`` (it then imports that copy instead of the editable install) and ``--json``.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ import sympy as sp
 
 from attneb.numerics import kernels, transformer
 from attneb.proofs_check import Context, Evidence, alternative, check, claim, register_derivation, swap
-from attneb.theory import Claim, Derivation, Step
+from attneb.theory import ClaimedForm, Derivation, Step
 
 TOL = 1e-10
 
@@ -54,8 +54,8 @@ def translation_derivation() -> Derivation:
              "the shifted logit of key 1 is the old one plus a term free of the key ..."),
         Step(sp.Eq(sp.diff(common, xs[0]), 0, evaluate=False), "... that does not depend on the key"),
     ]
-    claims = [Claim(sp.Eq(attention(q + c, shifted), attention(q, xs) + c, evaluate=False),
-                    "a(q + c; X + c) = a(q; X) + c", ref="X1")]
+    claims = [ClaimedForm(sp.Eq(attention(q + c, shifted), attention(q, xs) + c, evaluate=False),
+                          "a(q + c; X + c) = a(q; X) + c", ref="X1", name=sp.Symbol("a(q + c; X + c)"))]
     return Derivation("translation", "Attention commutes with translations", [beta, q, c, *xs], steps,
                       [sp.Eq(sp.Symbol("common_shift"), common, evaluate=False)], claims)
 

@@ -112,8 +112,14 @@ def _derive(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
+    from .engine.content import load
     from .engine.show import claim_record, format_claim, format_index, read_report
 
+    try:
+        load(args.load)
+    except (ImportError, FileNotFoundError, ValueError) as exc:
+        print(f"attneb show: {exc}", file=sys.stderr)
+        return 2
     if args.id is None:
         print(format_index(), end="")
         return 0
@@ -217,6 +223,8 @@ def build_parser() -> argparse.ArgumentParser:
                          help="derivation steps in sympy's unicode pretty printer (default on a terminal)")
     printer.add_argument("--plain", dest="pretty", action="store_false", help="derivation steps as plain text")
     show.add_argument("--json", action="store_true", help="print the record as JSON")
+    show.add_argument("--load", nargs="+", metavar="MODULE",
+                      help="import these modules or .py files first (claims of your own, as for 'attneb verify --load')")
     show.set_defaults(func=_show)
     sweep = sub.add_parser(
         "sweep",

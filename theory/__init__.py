@@ -1,9 +1,10 @@
 """Symbolic derivations (sympy) of the theory behind the two-stage attention denoiser.
 
 Each topic module builds one :class:`~attneb.theory.derivation.Derivation` whose
-steps are checked by sympy (or, where sympy cannot decide, by mpmath at random
-points, reported as numeric) and printed as LaTeX or text. The registry builds
-them lazily by name::
+steps and claimed forms (:class:`~attneb.theory.derivation.ClaimedForm`: closed forms
+typed in, each naming its quantity) are checked by sympy (or, where sympy cannot
+decide, by mpmath at random points, reported as numeric) and printed as LaTeX,
+text or unicode math. The registry builds them lazily by name::
 
     >>> import theory
     >>> theory.list_derivations()[:3]
@@ -20,12 +21,13 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterator, Mapping
 
-from .derivation import CheckReport, Claim, Derivation, Step, StepCheck
+from .derivation import TIME_LIMIT, CheckReport, ClaimedForm, Derivation, Step, StepCheck
 
 __all__ = [
     "DERIVATIONS",
+    "TIME_LIMIT",
     "CheckReport",
-    "Claim",
+    "ClaimedForm",
     "Derivation",
     "Step",
     "StepCheck",

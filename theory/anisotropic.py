@@ -54,7 +54,7 @@ import sympy as sp
 from . import _calculus, gaussian
 from ._calculus import gaussian_density, series_in
 from ._evaluate import check_positive, check_real
-from .derivation import Claim, Derivation, Step
+from .derivation import ClaimedForm, Derivation, Step
 
 __all__ = ["DEXCESS_DT", "DIGITS", "EXCESS", "EXCESS_AT_DEPTH", "EXCESS_TOTAL", "SHRINKAGE", "check_depth",
            "check_tau2s", "derivation", "excess_at_depth", "excess_slope_at_depth", "variances_at_depth"]
@@ -69,6 +69,8 @@ d = sp.Symbol("d", integer=True, positive=True)
 tau2_k = sp.IndexedBase("tau2", positive=True)
 sigma2, tau2, h2, s, t = gaussian.sigma2, gaussian.tau2, gaussian.h2, gaussian.s, gaussian.t
 SHRINKAGE, EXCESS, EXCESS_AT_DEPTH, DEXCESS_DT, EXCESS_TOTAL = sp.symbols("a_s Delta Delta_T dDelta_dT E_T")
+BEST_VARIANCE, BEST_OFFSET = sp.symbols("s_best c_star")
+T_STAR = sp.Symbol("T_star", positive=True)
 PLANE = ((x1, -sp.oo, sp.oo), (x2, -sp.oo, sp.oo))
 
 
@@ -121,16 +123,19 @@ def _risk_steps(shrinkage):
              "a minimum"),
     ]
     claims = [
-        Claim(sp.Eq(best, tau2, evaluate=False),
-              "the risk of the linear Stage 2 is minimal at token variance s = tau2 (per direction)", ref="G4"),
-        Claim(sp.Eq(bayes_risk, tau2 * sigma2 / (tau2 + sigma2), evaluate=False),
-              "there it is the Bayes risk tau2 sigma2/(tau2 + sigma2) (Stage 2 is the Bayes rule)", ref="G4"),
-        Claim(sp.Eq(risk - bayes_risk, (s / (s + sigma2) - tau2 / (tau2 + sigma2)) ** 2 * (tau2 + sigma2),
-                    evaluate=False),
-              "excess over Bayes per direction (s/(s + sigma2) - tau2/(tau2 + sigma2))^2 (tau2 + sigma2)", ref="G4"),
-        Claim(sp.Eq(sp.Derivative(excess, s), 2 * sigma2**2 * (s - tau2) / (s + sigma2) ** 3, evaluate=False),
-              "the excess falls as s comes down to tau2 and rises below it: 2 sigma2^2 (s - tau2)/(s + sigma2)^3",
-              ref="G4"),
+        ClaimedForm(sp.Eq(best, tau2, evaluate=False),
+                    "the risk of the linear Stage 2 is minimal at token variance s = tau2 (per direction)", ref="G4",
+                    name=BEST_VARIANCE),
+        ClaimedForm(sp.Eq(bayes_risk, tau2 * sigma2 / (tau2 + sigma2), evaluate=False),
+                    "there it is the Bayes risk tau2 sigma2/(tau2 + sigma2) (Stage 2 is the Bayes rule)", ref="G4",
+                    name=sp.Function("R")(BEST_VARIANCE)),
+        ClaimedForm(sp.Eq(risk - bayes_risk, (s / (s + sigma2) - tau2 / (tau2 + sigma2)) ** 2 * (tau2 + sigma2),
+                          evaluate=False),
+                    "excess over Bayes per direction (s/(s + sigma2) - tau2/(tau2 + sigma2))^2 (tau2 + sigma2)",
+                    ref="G4", name=EXCESS),
+        ClaimedForm(sp.Eq(sp.Derivative(excess, s), 2 * sigma2**2 * (s - tau2) / (s + sigma2) ** 3, evaluate=False),
+                    "the excess falls as s comes down to tau2 and rises below it: 2 sigma2^2 (s - tau2)/(s + sigma2)^3",
+                    ref="G4", name=sp.Derivative(EXCESS, s)),
     ]
     return steps, claims, mse, excess, excess_slope
 
@@ -150,10 +155,10 @@ def _depth_steps(shrinkage, excess, excess_slope):
              route="mpmath"),
     ]
     claims = [
-        Claim(sp.Eq(shrinkage.subs(s, solution).subs(t, horizon), tau2 / (tau2 + sigma2), evaluate=False),
-              "at its own horizon T_G(tau2_k) each direction's Stage 2 has the Bayes slope tau2_k/(tau2_k + sigma2) "
-              "and excess 0; with equal tau2_k all do at one depth: the best depth is T_G and the excess 0",
-              ref="G4"),
+        ClaimedForm(sp.Eq(shrinkage.subs(s, solution).subs(t, horizon), tau2 / (tau2 + sigma2), evaluate=False),
+                    "at its own horizon T_G(tau2_k) each direction's Stage 2 has the Bayes slope "
+                    "tau2_k/(tau2_k + sigma2) and excess 0; with equal tau2_k all do at one depth: the best depth is "
+                    "T_G and the excess 0", ref="G4", name=sp.Function("a")(gaussian.T_GAUSS)),
     ]
     results = [sp.Eq(EXCESS_AT_DEPTH, at_depth, evaluate=False), sp.Eq(DEXCESS_DT, slope_at_depth, evaluate=False),
                sp.Eq(EXCESS_TOTAL, total, evaluate=False)]
@@ -195,22 +200,25 @@ def _small_bandwidth_steps(excess):
              given=(sp.Eq(c, best),), route="substitute"),
     ]
     claims = [
-        Claim(sp.Eq(variance + sp.O(h2**3), tau2 + h2 * (sp.log(1 + sigma2 / tau2) - 2 * c) + sp.O(h2**2),
-                    evaluate=False),
-              "at depth T* + c the variance left is tau2 + h2 (log(1 + sigma2/tau2) - 2 c) + O(h2^2)", ref="G4"),
-        Claim(sp.Eq(direction, 4 * sigma2**2 * (offset(tau2) - c) ** 2 / (tau2 + sigma2) ** 3 * h2**2 + sp.O(h2**3),
-                    evaluate=False),
-              "excess per direction at T* + c: 4 sigma2^2 (c_k - c)^2 h2^2/(tau2_k + sigma2)^3 + O(h2^3), "
-              "c_k = log(1 + sigma2/tau2_k)/2, zero at c = c_k (T_G)", ref="G4"),
-        Claim(sp.Eq(best, (w1 * c1 + w2 * c2) / (w1 + w2), evaluate=False),
-              "leading-order best depth T* + c*, c* the mean of the per-direction corrections c_k weighted by "
-              "(tau2_k + sigma2)^-3", ref="G4"),
-        Claim(sp.Eq(at_best, 4 * sigma2**2 * w1 * w2 / (w1 + w2) * (c1 - c2) ** 2 * h2**2 + sp.O(h2**3),
-                    evaluate=False),
-              "excess at T* + c*: 4 sigma2^2 w1 w2 (c1 - c2)^2 h2^2/(w1 + w2) + O(h2^3): O(h2^2), -> 0 as h2 -> 0, "
-              "and > 0 at finite h2 unless tau2_1 = tau2_2", ref="G4"),
+        ClaimedForm(sp.Eq(variance + sp.O(h2**3), tau2 + h2 * (sp.log(1 + sigma2 / tau2) - 2 * c) + sp.O(h2**2),
+                          evaluate=False),
+                    "at depth T* + c the variance left is tau2 + h2 (log(1 + sigma2/tau2) - 2 c) + O(h2^2)",
+                    ref="G4", name=gaussian.S(T_STAR + c)),
+        ClaimedForm(sp.Eq(direction, 4 * sigma2**2 * (offset(tau2) - c) ** 2 / (tau2 + sigma2) ** 3 * h2**2
+                          + sp.O(h2**3), evaluate=False),
+                    "excess per direction at T* + c: 4 sigma2^2 (c_k - c)^2 h2^2/(tau2_k + sigma2)^3 + O(h2^3), "
+                    "c_k = log(1 + sigma2/tau2_k)/2, zero at c = c_k (T_G)", ref="G4",
+                    name=sp.Function("Delta")(T_STAR + c)),
+        ClaimedForm(sp.Eq(best, (w1 * c1 + w2 * c2) / (w1 + w2), evaluate=False),
+                    "leading-order best depth T* + c*, c* the mean of the per-direction corrections c_k weighted by "
+                    "(tau2_k + sigma2)^-3", ref="G4", name=BEST_OFFSET),
+        ClaimedForm(sp.Eq(at_best, 4 * sigma2**2 * w1 * w2 / (w1 + w2) * (c1 - c2) ** 2 * h2**2 + sp.O(h2**3),
+                          evaluate=False),
+                    "excess at T* + c*: 4 sigma2^2 w1 w2 (c1 - c2)^2 h2^2/(w1 + w2) + O(h2^3): O(h2^2), -> 0 as "
+                    "h2 -> 0, and > 0 at finite h2 unless tau2_1 = tau2_2", ref="G4",
+                    name=sp.Function("E")(T_STAR + BEST_OFFSET)),
     ]
-    return steps, claims, sp.Eq(sp.Symbol("c_star"), best, evaluate=False)
+    return steps, claims, sp.Eq(BEST_OFFSET, best, evaluate=False)
 
 
 @cache

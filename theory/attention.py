@@ -24,7 +24,7 @@ from functools import cache
 
 import sympy as sp
 
-from .derivation import Claim, Derivation, Step
+from .derivation import ClaimedForm, Derivation, Step
 
 __all__ = ["derivation"]
 
@@ -35,6 +35,7 @@ x = sp.IndexedBase("x", real=True)
 q = sp.IndexedBase("q", real=True)
 q1d = sp.Symbol("q", real=True)
 EXPLICIT_N, EXPLICIT_D = 3, 2
+POSTERIOR_MEAN, SCORE = sp.symbols("E_N r_N")
 
 
 def _softmax(logits, index):
@@ -101,16 +102,16 @@ def _explicit():
              route="mpmath"),
     ]
     claims = [
-        Claim(sp.Eq(posterior_mean, attention, evaluate=False),
-              "softmax attention with beta = 1/h2 is the posterior mean under the empirical prior",
-              ref="C1", given=on_bandwidth),
-        Claim(sp.Eq(score, attention - sp.ImmutableMatrix(qs), evaluate=False),
-              "the attention residual a(q) - q is h2 times the score of the Gaussian KDE",
-              ref="C2", given=on_bandwidth),
+        ClaimedForm(sp.Eq(posterior_mean, attention, evaluate=False),
+                    "softmax attention with beta = 1/h2 is the posterior mean under the empirical prior",
+                    ref="C1", given=on_bandwidth, name=POSTERIOR_MEAN),
+        ClaimedForm(sp.Eq(score, attention - sp.ImmutableMatrix(qs), evaluate=False),
+                    "the attention residual a(q) - q is h2 times the score of the Gaussian KDE",
+                    ref="C2", given=on_bandwidth, name=SCORE),
     ]
     results = [
-        sp.Eq(sp.Symbol("E_N"), posterior_mean, evaluate=False),
-        sp.Eq(sp.Symbol("r_N"), score, evaluate=False),
+        sp.Eq(POSTERIOR_MEAN, posterior_mean, evaluate=False),
+        sp.Eq(SCORE, score, evaluate=False),
     ]
     return steps, results, claims
 

@@ -34,7 +34,7 @@ from scipy import optimize
 from . import anisotropic, gaussian, mean_field
 from ._calculus import gaussian_density
 from ._evaluate import check_positive, evaluate
-from .derivation import Claim, Derivation, Step
+from .derivation import ClaimedForm, Derivation, Step
 
 __all__ = [
     "L_STAR",
@@ -95,10 +95,12 @@ def derivation() -> Derivation:
              given=(sp.Eq(T_STAR, horizon),), route="substitute"),
     ]
     claims = [
-        Claim(sp.Eq(rate, 2 * h2, evaluate=False), "noise variance is removed at rate 2 h2 per unit depth", ref="C5"),
-        Claim(sp.Eq(horizon, sigma2 / (2 * h2), evaluate=False), "depth-noise relation T* = sigma2 / (2 h2)",
-              ref="C6"),
-        Claim(sp.Eq(layers, sigma2 / (2 * eta * h2), evaluate=False), "L* = sigma2 / (2 eta h2) layers", ref="C6"),
+        ClaimedForm(sp.Eq(rate, 2 * h2, evaluate=False), "noise variance is removed at rate 2 h2 per unit depth",
+                    ref="C5", name=c),
+        ClaimedForm(sp.Eq(horizon, sigma2 / (2 * h2), evaluate=False), "depth-noise relation T* = sigma2 / (2 h2)",
+                    ref="C6", name=T_STAR),
+        ClaimedForm(sp.Eq(layers, sigma2 / (2 * eta * h2), evaluate=False), "L* = sigma2 / (2 eta h2) layers",
+                    ref="C6", name=L_STAR),
     ]
     return Derivation(
         "depth_noise",

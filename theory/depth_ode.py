@@ -23,7 +23,7 @@ from functools import cache
 
 import sympy as sp
 
-from .derivation import Claim, Derivation, Step
+from .derivation import ClaimedForm, Derivation, Step
 
 __all__ = ["derivation"]
 
@@ -34,6 +34,7 @@ xs = sp.symbols("x1 x2", real=True)
 X = [sp.Function(f"X{i}")(t) for i in (1, 2)]
 a = [sp.Function(f"a{i}") for i in (1, 2)]
 v = [sp.Function(f"v{i}") for i in (1, 2)]
+LOCAL_ERROR, GLOBAL_ERROR, ERROR_RATE = sp.symbols("delta_local delta_global delta_rate")
 
 
 def _generic():
@@ -81,8 +82,8 @@ def _generic():
                    evaluate=False),
              "exact minus Euler: the O(1) and O(eta) terms cancel, (eta^2/2) X'' is left", given=ode),
     ]
-    claim = Claim(sp.Eq(local_error_x, typed, evaluate=False),
-                  "local error of one layer = eta^2/2 (J v + d_t v) + O(eta^3)", ref="C3")
+    claim = ClaimedForm(sp.Eq(local_error_x, typed, evaluate=False),
+                        "local error of one layer = eta^2/2 (J v + d_t v) + O(eta^3)", ref="C3", name=LOCAL_ERROR)
     return steps, local_error_x, claim
 
 
@@ -108,12 +109,12 @@ def _scalar():
              route="substitute"),
     ]
     claims = [
-        Claim(sp.Eq(error, -(c**2 * T / 2) * x0 * sp.exp(-c * T) * eta + sp.O(eta**2), evaluate=False),
-              "Euler layers converge to the depth ODE at first order in eta: on dx/dt = -c x the global error at "
-              "depth T = L eta is -(c^2 T / 2) x0 exp(-c T) eta + O(eta^2)", ref="C3"),
-        Claim(sp.Eq(sp.sign(rate, evaluate=False), -1, evaluate=False),
-              "the first-order coefficient lim_{eta -> 0} error / eta is nonzero (negative): exactly first order",
-              ref="C3"),
+        ClaimedForm(sp.Eq(error, -(c**2 * T / 2) * x0 * sp.exp(-c * T) * eta + sp.O(eta**2), evaluate=False),
+                    "Euler layers converge to the depth ODE at first order in eta: on dx/dt = -c x the global error "
+                    "at depth T = L eta is -(c^2 T / 2) x0 exp(-c T) eta + O(eta^2)", ref="C3", name=GLOBAL_ERROR),
+        ClaimedForm(sp.Eq(sp.sign(rate, evaluate=False), -1, evaluate=False),
+                    "the first-order coefficient lim_{eta -> 0} error / eta is nonzero (negative): exactly first order",
+                    ref="C3", name=sp.sign(ERROR_RATE)),
     ]
     return steps, error_series, rate, claims
 
@@ -129,9 +130,9 @@ def derivation() -> Derivation:
         [t, eta, c, T, x0, *xs],
         generic_steps + scalar_steps,
         [
-            sp.Eq(sp.Symbol("delta_local"), local_error, evaluate=False),
-            sp.Eq(sp.Symbol("delta_global"), global_error, evaluate=False),
-            sp.Eq(sp.Symbol("delta_rate"), rate, evaluate=False),
+            sp.Eq(LOCAL_ERROR, local_error, evaluate=False),
+            sp.Eq(GLOBAL_ERROR, global_error, evaluate=False),
+            sp.Eq(ERROR_RATE, rate, evaluate=False),
         ],
         [local_claim, *global_claims],
     )

@@ -1,12 +1,23 @@
-"""Derivations as data: symbols, checked steps, results and typed-in claims.
+"""Derivations as data: symbols, checked steps, results and typed-in claimed forms.
 
 A :class:`Derivation` holds a list of :class:`Step` objects, each an
 unevaluated ``Eq(lhs, rhs, evaluate=False)`` with a one-line reason, the
-results that sympy operations produced, and :class:`Claim` objects (closed
-forms typed in from the paper or THEORY.md) checked against them.
-:meth:`Derivation.check` verifies every step and claim, after the step's
-``given`` relations and ``how`` preparation are applied:
+results that sympy operations produced, and :class:`ClaimedForm` objects
+(closed forms typed in from the paper or docs/theory.md, each naming the quantity
+it is about) checked against them; a claimed form may also state an
+inequality. :meth:`Derivation.check` verifies every step and claimed form,
+after the item's ``given`` relations and ``how`` preparation are applied:
 
+0. *numeric first*: ``lhs - rhs`` is evaluated at the seeded random points
+   of the numeric check below, after the ``given`` relations are substituted
+   plainly (by ``subs``; with the derivatives evaluated between passes only
+   where the plain substitution leaves something that cannot be evaluated).
+   A counterexample fails the item at once, before any costly reduction;
+   otherwise this pass decides nothing, and the checks below run as they
+   would without it. Equations with ``O(.)`` terms skip it, and so do two
+   sides that are the same expression. The values at the points (and those
+   of the mpmath route below) are kept for the next check of the same sides
+   with the same seed: a derivation's mutants share all their items but one;
 1. *symbolic*: ``lhs - rhs`` reduces to 0 under ``doit``, ``expand`` or
    ``cancel``; failing those, under ``simplify`` (tried only when a numeric
    evaluation has not already refuted the equation). An equation carrying
@@ -21,6 +32,23 @@ forms typed in from the paper or THEORY.md) checked against them.
    evidence, never reported as a proof;
 3. *failed*: a numeric counterexample, a series that is not the stated
    ``O(.)``, or undecided and not evaluable (undefined functions).
+
+An inequality (``Ge``, ``Gt``, ``Le``, ``Lt``; the greater side minus the
+lesser, ``d``) holds *symbolically* when sympy's assumptions show ``d >= 0``
+(``d > 0`` when strict) after ``doit``, ``expand`` or ``factor``, failing
+those after ``simplify`` (a square times positive factors, a sum of such
+terms); *numerically* when ``d`` relative to the size of the two sides is
+``>= -NUMERIC_TOLERANCE`` (strict: ``> NUMERIC_TOLERANCE``) at every seeded
+random point, reported as numeric, not a proof.
+
+Each item has a time limit (``time_limit`` of :meth:`Derivation.check`,
+default :data:`TIME_LIMIT` seconds, for everything its check does). When it
+passes before sympy has decided, the symbolic reductions are abandoned and the
+numeric evaluation decides: the item is reported numeric, the detail saying
+that the symbolic reduction did not finish, or failed where no numeric value
+was obtained. The limit is enforced by :mod:`attneb.theory._time_limit` in any
+thread (a CPython asynchronous exception), so in ``attneb verify``'s worker
+processes and in a notebook's threads alike.
 
 ``doit`` evaluates integrals, derivatives and limits with sympy's own
 ``integrate``, ``diff`` and ``limit``; where the right-hand side was produced
@@ -42,13 +70,18 @@ a ``route`` (:data:`ROUTES`) that checks it without the engine:
   (``f`` replaced everywhere, ``f(0)`` included) and the equation reduced.
 
 The last three hand the transformed sides to the symbolic/numeric checks
-above, and the detail names the route.
+above, and the detail names the route. Inequalities take no route.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import math
+import numbers
 import random
+import shutil
+import time
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 
@@ -57,6 +90,8 @@ import sympy as sp
 from sympy.core.function import AppliedUndef
 
 from ._calculus import mpmath_function, series_in, sift
+from . import _time_limit
+from ._time_limit import TimeLimitExceeded
 
 __all__ = [
     "NUMERIC_DIGITS",
@@ -66,8 +101,9 @@ __all__ = [
     "QUADRATURE_POINTS",
     "QUADRATURE_TOLERANCE",
     "ROUTES",
+    "TIME_LIMIT",
     "CheckReport",
-    "Claim",
+    "ClaimedForm",
     "Derivation",
     "Step",
     "StepCheck",
@@ -80,11 +116,31 @@ NUMERIC_TOLERANCE = 1e-25
 QUADRATURE_DIGITS = 20
 QUADRATURE_POINTS = 4
 QUADRATURE_TOLERANCE = 1e-15
+#: Seconds an item's check may take before its symbolic reductions are abandoned: several times
+#: the slowest item of the toolkit's derivations (anisotropic's claim 9, about 11 s on a 2-core VM).
+TIME_LIMIT = 60.0
 _SUM_SIZES = (1, 2, 3, 4)
 _GIVEN_PASSES = 4
+_EVALUATIONS_KEPT = 1024
+
+#: relation -> (text, LaTeX); the inequalities a claimed form may state
+_RELATIONS: Mapping[type, tuple[str, str]] = {
+    sp.Equality: ("=", "="),
+    sp.GreaterThan: (">=", r"\geq"),
+    sp.StrictGreaterThan: (">", ">"),
+    sp.LessThan: ("<=", r"\leq"),
+    sp.StrictLessThan: ("<", "<"),
+}
+_STRICT = (">", "<")
 
 
-def _validate(item):
+def _validate(item, relations):
+    """Check the fields of a :class:`Step` or :class:`ClaimedForm`; ``relations``: the types ``eq`` may have."""
+    if type(item.eq) not in relations:
+        kinds = " or ".join(f"{r.__name__}(lhs, rhs, evaluate=False)" for r in relations)
+        raise TypeError(f"eq must be an unevaluated sympy {kinds}, got {item.eq!r} of type {type(item.eq).__name__}")
+    if not isinstance(item.given, tuple) or not all(isinstance(g, sp.Equality) for g in item.given):
+        raise TypeError(f"given must be a tuple of sympy Eq(lhs, rhs), got {item.given!r}")
     if item.how is not None and item.how not in PREPARATIONS:
         raise ValueError(f"how == {item.how!r}, must be one of {sorted(PREPARATIONS)} or None")
     if item.route is not None and item.route not in ROUTES:
@@ -124,47 +180,90 @@ class Step:
     route: str | None = None
 
     def __post_init__(self):
-        _validate(self)
+        _validate(self, (sp.Equality,))
 
 
 @dataclasses.dataclass(frozen=True)
-class Claim:
-    """A typed-in statement checked against a derived result.
+class ClaimedForm:
+    """A closed form typed in (from the paper or docs/theory.md) and checked against a derived result.
+
+    Not to be confused with a claim of the paper (the ``Claim`` of :mod:`attneb.proofs_check`,
+    an id such as C6 with the checks that bear on it): a claimed form names one through ``ref``.
 
     Parameters
     ----------
-    eq : sympy.Equality
-        ``Eq(derived, typed, evaluate=False)``.
+    eq : sympy.Equality or sympy inequality
+        ``Eq(derived, typed, evaluate=False)``, ``derived`` produced by sympy
+        operations and ``typed`` typed in; or an inequality between them,
+        ``Ge(derived, typed, evaluate=False)`` (``derived >= typed``; also
+        ``Gt``, ``Le``, ``Lt``), with scalar sides and no ``O(.)``.
     statement : str
-        The claim in words.
+        The claimed form in words.
     ref : str
-        Claim id in THEORY.md (``"C6"``), or ``""`` for the toolkit's own.
+        Claim id (``"C6"``, see docs/theory.md), or ``""`` for the toolkit's own.
     how, given, route
-        As in :class:`Step`.
+        As in :class:`Step`; an inequality takes no route.
+    name : sympy expression, keyword-only
+        The quantity the claimed form is about (``c``, ``Symbol("T_star")``,
+        ``Function("lambda")(k)``). Printed as ``name = typed`` (or
+        ``name >= typed``), with ``name = derived`` beside it. Required: the
+        derived side is an expression sympy built, often a long one, which
+        says what was computed but not what it is; every claimed form names
+        its quantity so that no listing has to print it in its place.
     """
 
-    eq: sp.Equality
+    eq: sp.Rel
     statement: str
     ref: str = ""
     how: str | None = None
     given: tuple[sp.Equality, ...] = ()
     route: str | None = None
+    name: sp.Basic = dataclasses.field(kw_only=True)
 
     def __post_init__(self):
-        _validate(self)
+        _validate(self, tuple(_RELATIONS))
+        if not isinstance(self.name, sp.Basic):
+            raise TypeError(f"name must be a sympy expression (the quantity claimed, e.g. Symbol('T_star')), "
+                            f"got {self.name!r} of type {type(self.name).__name__}")
+        if self.relation != "=":
+            if any(isinstance(side, sp.MatrixBase) for side in self.eq.args):
+                raise ValueError(f"an inequality compares scalars, got eq == {self.eq!r}")
+            if self.eq.has(sp.Order):
+                raise ValueError(f"an inequality cannot carry O(.) terms, got eq == {self.eq!r}")
+            if self.route is not None:
+                raise ValueError(f"route == {self.route!r}: an inequality is checked without a route, pass None")
 
     @property
     def reason(self) -> str:
+        """The statement (what :class:`Step` calls its reason)."""
         return self.statement
+
+    @property
+    def relation(self) -> str:
+        """``"="``, ``">="``, ``">"``, ``"<="`` or ``"<"``."""
+        return _RELATIONS[type(self.eq)][0]
+
+    @property
+    def derived(self):
+        """The derived side (``eq.lhs``)."""
+        return self.eq.lhs
+
+    @property
+    def typed(self):
+        """The typed-in side (``eq.rhs``)."""
+        return self.eq.rhs
 
 
 @dataclasses.dataclass(frozen=True)
 class StepCheck:
-    """How one step or claim was checked.
+    """How one step or claimed form was checked.
 
     ``residual`` and ``tolerance`` are ``0.0`` and ``None`` for a symbolic
     check; for a numeric one, the largest relative residual over the points
-    and the tolerance it was held to.
+    and the tolerance it was held to. For an inequality (``relation`` other
+    than ``"="``) the residual is the largest relative amount by which the
+    lesser side exceeds the greater one over the points: negative, minus the
+    smallest margin, where the inequality holds with room to spare.
     """
 
     index: int
@@ -174,15 +273,19 @@ class StepCheck:
     detail: str
     residual: float | None
     tolerance: float | None
+    relation: str = "="
 
     @property
     def passed(self) -> bool:
         return self.method != "failed"
 
     def summary(self) -> str:
-        if self.method == "numeric":
+        if self.method != "numeric":
+            return f"{self.method} ({self.detail})"
+        if self.relation == "=":
             return f"numeric ({self.detail}; residual {self.residual:.1e} <= {self.tolerance:.0e})"
-        return f"{self.method} ({self.detail})"
+        bound = f"> {self.tolerance:.0e}" if self.relation in _STRICT else f">= -{self.tolerance:.0e}"
+        return f"numeric ({self.detail}; smallest margin {-self.residual:.1e} {bound})"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -210,7 +313,6 @@ class CheckReport:
 
 
 # --------------------------------------------------------------------------- checking
-
 
 def _split_logs(expr):
     """Pull common factors out of each log: ``log(c S) = log(c) + log(S)`` where sympy proves c, S > 0."""
@@ -249,6 +351,9 @@ _CHEAP_REDUCTIONS: tuple[tuple[str, Callable], ...] = (
     ("cancel", lambda r: sp.cancel(sp.expand(r))),
 )
 _COSTLY_REDUCTIONS: tuple[tuple[str, Callable], ...] = (("simplify", lambda r: sp.simplify(r, doit=False)),)
+#: forms of the greater side minus the lesser whose sign sympy's assumptions may decide (inequalities)
+_CHEAP_SIGNS: tuple[tuple[str, Callable], ...] = (("doit", lambda d: d), ("expand", sp.expand), ("factor", sp.factor))
+_COSTLY_SIGNS: tuple[tuple[str, Callable], ...] = _COSTLY_REDUCTIONS
 _EVALUATED = (sp.Derivative, sp.Subs, sp.Integral, sp.Limit, sp.Sum)
 
 
@@ -346,24 +451,52 @@ def _numeric_atoms(expr):
     return indexed | {s for s in masked.free_symbols if not isinstance(s, sp.Dummy)}
 
 
-def _numeric(lhs, rhs, seed: int) -> float | None:
-    """Largest relative ``|lhs - rhs|`` over random points, or None if not evaluable."""
-    if (lhs - rhs).has(AppliedUndef):
+@functools.lru_cache(maxsize=_EVALUATIONS_KEPT)
+def _point_values(lhs, rhs, seed: int) -> tuple[complex, ...] | None:
+    """``(lhs - rhs) / max(1, |lhs|, |rhs|)`` at each of the seeded random points, or None where a side is not a number.
+
+    Sums with a symbolic size take a random size in ``1..4`` at each point;
+    both sides are evaluated by ``doit`` once per size. The ratio is formed
+    at ``NUMERIC_DIGITS`` digits, so sides too large for a float still count.
+    Kept for the next call with the same sides and seed: a derivation's copies
+    (mutants) share all but one item, and each copy's check evaluates the
+    others again.
+    """
+    if lhs.has(AppliedUndef) or rhs.has(AppliedUndef):
         return None
     rng = random.Random(seed)
-    worst = 0.0
+    limits = _sum_limits(lhs) | _sum_limits(rhs)
+    evaluated = {}
+    values = []
     for _ in range(NUMERIC_POINTS):
-        sizes = {s: sp.Integer(rng.randint(1, 4)) for s in _sum_limits(lhs - rhs)}
-        left, right = lhs.xreplace(sizes).doit(), rhs.xreplace(sizes).doit()
+        sizes = {s: sp.Integer(rng.randint(1, 4)) for s in limits}
+        key = frozenset(sizes.items())
+        if key not in evaluated:
+            evaluated[key] = lhs.xreplace(sizes).doit(), rhs.xreplace(sizes).doit()
+        left, right = evaluated[key]
         atoms = sorted(_numeric_atoms(left) | _numeric_atoms(right), key=sp.default_sort_key)
-        values = {a: _random_value(a, rng) for a in atoms}
-        a = sp.N(left.xreplace(values), NUMERIC_DIGITS)
-        b = sp.N(right.xreplace(values), NUMERIC_DIGITS)
-        if not (a.is_number and b.is_number) or a.has(sp.nan, sp.zoo, sp.oo, -sp.oo):
+        point = {a: _random_value(a, rng) for a in atoms}
+        a = sp.N(left.xreplace(point), NUMERIC_DIGITS)
+        b = sp.N(right.xreplace(point), NUMERIC_DIGITS)
+        if not (a.is_number and b.is_number) or any(v.has(sp.nan, sp.zoo, sp.oo, -sp.oo) for v in (a, b)):
             return None
-        scale = max(1.0, abs(complex(a)), abs(complex(b)))
-        worst = max(worst, abs(complex(a - b)) / scale)
-    return worst
+        values.append(complex((a - b) / max(1, abs(a), abs(b))))
+    return tuple(values)
+
+
+def _residual(values) -> float | None:
+    """Largest relative ``|lhs - rhs|`` over the points of :func:`_point_values`, or None."""
+    return None if values is None else max(abs(value) for value in values)
+
+
+def _violation(values) -> float | None:
+    """Largest relative ``rhs - lhs`` over the points (``lhs`` the greater side), or None.
+
+    None too where ``lhs - rhs`` is not real at a point (beyond the numeric tolerance).
+    """
+    if values is None or any(abs(value.imag) > NUMERIC_TOLERANCE for value in values):
+        return None
+    return max(-value.real for value in values)
 
 
 def _components(eq):
@@ -373,51 +506,234 @@ def _components(eq):
     return [(lhs, rhs)]
 
 
-def _prepare(expr, how, given):
-    """Substitute ``given`` (repeatedly, evaluating between passes), then apply ``how`` to the side."""
+def _substituted(expr, given, *, evaluate: bool):
+    """Substitute the relations ``given`` into ``expr``, repeatedly; with ``evaluate``, ``doit`` before each pass."""
     pairs = [(relation.lhs, relation.rhs) for relation in given]
     for _ in range(_GIVEN_PASSES if pairs else 0):
-        new = _doit(expr).subs(pairs)
+        new = (_doit(expr) if evaluate else expr).subs(pairs)
         if new == expr:
             break
         expr = new
+    return expr
+
+
+def _prepared(expr, how):
     side = PREPARATIONS[how][0] if how else None
     return side(expr) if side else expr
 
 
-def _reduce_sides(lhs, rhs, how, given, seed, prefix=""):
-    """The symbolic/numeric checks of ``lhs = rhs``; return ``(method, detail, residual, tolerance)``.
+# --------------------------------------------------------------------------- one component of an item
 
-    Cheap reductions first; then a numeric evaluation, which fails a false
-    equation at once; only then ``simplify`` and the explicit-size sums,
-    which may promote a numeric pass to a symbolic one.
+_UNSET = object()
+_NUMERIC_DETAIL = f"mpmath, {NUMERIC_DIGITS} digits, {NUMERIC_POINTS} seeded random points"
+
+
+class _Component:
+    """One scalar equation of an item (one entry of a matrix equation), checked in two passes.
+
+    :meth:`refute` is the numeric-first pass; :meth:`decide` the symbolic
+    reductions in their order, then the numeric verdict. Both record what
+    they found, so that :meth:`timed_out` can decide from it when the time
+    limit interrupts them. Results are ``(method, detail, residual, tolerance)``.
     """
-    lhs, rhs = _prepare(lhs, how, given), _prepare(rhs, how, given)
-    residual = lhs - rhs
-    if how and PREPARATIONS[how][1]:
-        residual = PREPARATIONS[how][1](residual)
-    prefix += f"{how} + " if how else ""
-    if residual.has(sp.Order):
-        if not _orders_contained(lhs, rhs):
-            return "failed", prefix + "the left side is known only to an O(.) weaker than the stated one", None, None
-        if _order_zero(residual):
-            return "symbolic", prefix + "series", 0.0, None
-        return "failed", prefix + "series of lhs - rhs is not the stated O(.)", None, None
-    residual = _doit(residual)
-    name = "doit" if residual == 0 else _reduce(residual, _CHEAP_REDUCTIONS)
-    if name:
-        return "symbolic", prefix + name, 0.0, None
-    value = _numeric(lhs, rhs, seed)
-    if value is not None and value > NUMERIC_TOLERANCE:
-        return ("failed", prefix + f"mpmath residual {value:.3e} > {NUMERIC_TOLERANCE:.0e} at a random point",
+
+    def __init__(self, lhs, rhs, how, given, route, seed):
+        self.lhs, self.rhs, self.how, self.given, self.route, self.seed = lhs, rhs, how, given, route, seed
+        self.prefix = ""
+        self.result = None
+        self.value = _UNSET  # the numeric value for timed_out: the latest float, else None (not evaluable) or unset
+        self._evaluated, self._measured = None, None  # the sides last evaluated, and their value
+        self._given_applied = None  # the sides after the given passes with doit, once computed
+
+    # what is measured at the points, and when it refutes: _Inequality changes these
+    def _measure(self, values):
+        return _residual(values)
+
+    def _refutable(self, lhs, rhs) -> bool:
+        return lhs != rhs
+
+    def _refutes(self, value) -> bool:
+        return value is not None and value > NUMERIC_TOLERANCE
+
+    def _refutation(self, value):
+        return ("failed", self.prefix + f"mpmath residual {value:.3e} > {NUMERIC_TOLERANCE:.0e} at a random point",
                 value, NUMERIC_TOLERANCE)
-    name = _reduce(residual, _COSTLY_REDUCTIONS) or _symbolic_sums(residual)
-    if name:
-        return "symbolic", prefix + name, 0.0, None
-    if value is None:
-        return "failed", prefix + "sympy could not decide; lhs - rhs cannot be evaluated numerically", None, None
-    return ("numeric", prefix + f"mpmath, {NUMERIC_DIGITS} digits, {NUMERIC_POINTS} seeded random points",
-            value, NUMERIC_TOLERANCE)
+
+    def _evaluate(self, lhs, rhs):
+        """The numeric value at ``lhs, rhs`` (reused when these are the sides already evaluated)."""
+        if self._evaluated != (lhs, rhs):
+            self._evaluated, self._measured = (lhs, rhs), self._measure(_point_values(lhs, rhs, self.seed))
+            if self._measured is not None or self.value is _UNSET:
+                self.value = self._measured
+        return self._measured
+
+    def _after_given(self):
+        if self._given_applied is None:
+            self._given_applied = tuple(_substituted(side, self.given, evaluate=True) for side in (self.lhs, self.rhs))
+        return self._given_applied
+
+    def _apply_route(self):
+        """Substitute ``given`` and transform the sides as the route says; the mpmath route checks here."""
+        if self.route is None:
+            return
+        self.lhs, self.rhs = _substitute(self.lhs, self.given), _substitute(self.rhs, self.given)
+        self.given = ()
+        if self.route == "mpmath":
+            self.result = _check_mpmath(self.lhs, self.rhs, self.seed)
+            return
+        label, transform = ROUTES[self.route]
+        if transform:
+            try:
+                self.lhs, self.rhs = transform(self.lhs, self.rhs)
+            except ValueError as error:
+                self.result = "failed", f"{label} does not apply: {error}", None, None
+                return
+        self.prefix = f"{label} + "
+
+    def refute(self):
+        """Evaluate at the seeded random points first, ``given`` substituted plainly; the failure if it refutes.
+
+        The route is applied first (on the mpmath route, that is the whole
+        check). Where the plain substitution leaves undefined functions and
+        ``given`` is not empty, the given passes with ``doit`` are made (and
+        kept for :meth:`decide`). Sides carrying ``O(.)`` are not evaluated,
+        nor an equation whose two sides are the same expression.
+        """
+        self._apply_route()
+        if self.result is not None:
+            return self.result if self.result[0] == "failed" else None
+        if any(side.has(sp.Order) for side in (self.lhs, self.rhs)):
+            self.value = None  # no value at a point says anything about an O(.)
+            return None
+        lhs, rhs = (_substituted(side, self.given, evaluate=False) for side in (self.lhs, self.rhs))
+        if not self._refutable(lhs, rhs):
+            return None
+        value = self._evaluate(lhs, rhs)
+        if value is None and self.given:
+            value = self._evaluate(*self._after_given())
+        if self._refutes(value):
+            self.result = self._refutation(value)
+        return self.result
+
+    def decide(self):
+        """The symbolic reductions, cheap ones first, then the numeric verdict (as documented in the module)."""
+        if self.result is not None:
+            return self.result
+        lhs, rhs = (_prepared(side, self.how) for side in self._after_given())
+        residual = lhs - rhs
+        if self.how and PREPARATIONS[self.how][1]:
+            residual = PREPARATIONS[self.how][1](residual)
+        prefix = self.prefix + (f"{self.how} + " if self.how else "")
+        if residual.has(sp.Order):
+            if not _orders_contained(lhs, rhs):
+                self.result = ("failed", prefix + "the left side is known only to an O(.) weaker than the stated one",
+                               None, None)
+            elif _order_zero(residual):
+                self.result = "symbolic", prefix + "series", 0.0, None
+            else:
+                self.result = "failed", prefix + "series of lhs - rhs is not the stated O(.)", None, None
+            return self.result
+        residual = _doit(residual)
+        name = "doit" if residual == 0 else _reduce(residual, _CHEAP_REDUCTIONS)
+        if name:
+            self.result = "symbolic", prefix + name, 0.0, None
+            return self.result
+        value = self._evaluate(lhs, rhs)
+        if self._refutes(value):
+            self.result = self._refutation(value)
+            return self.result
+        name = _reduce(residual, _COSTLY_REDUCTIONS) or _symbolic_sums(residual)
+        if name:
+            self.result = "symbolic", prefix + name, 0.0, None
+        elif value is None:
+            self.result = ("failed", prefix + "sympy could not decide; lhs - rhs cannot be evaluated numerically",
+                           None, None)
+        else:
+            self.result = self._numeric(prefix, value)
+        return self.result
+
+    def _numeric(self, prefix, value):
+        return "numeric", prefix + _NUMERIC_DETAIL, value, NUMERIC_TOLERANCE
+
+    def timed_out(self, limit: float):
+        """The result when the time limit ended the check: the one found, else the numeric value's verdict."""
+        if self.result is not None:
+            return self.result
+        if self.route == "mpmath":
+            return "failed", f"mpmath quadrature/differentiation did not finish within {limit:g} s", None, None
+        late = f"the symbolic reduction did not finish within {limit:g} s"
+        if self.value is _UNSET:
+            return "failed", self.prefix + f"{late}, nor the numeric evaluation", None, None
+        if self.value is None:
+            return "failed", self.prefix + f"{late}; lhs - rhs cannot be evaluated numerically", None, None
+        return self._numeric(self.prefix + f"{late}; ", self.value)
+
+
+class _Inequality(_Component):
+    """``lhs >= rhs`` (``strict``: ``>``), the greater side first; the same passes, with signs for zeros."""
+
+    def __init__(self, greater, lesser, strict, how, given, seed):
+        super().__init__(greater, lesser, how, given, None, seed)
+        self.strict = strict
+
+    def _measure(self, values):
+        return _violation(values)
+
+    def _refutable(self, lhs, rhs) -> bool:
+        return True  # a strict inequality between the same sides is false
+
+    def _refutes(self, value) -> bool:
+        return value is not None and (value >= -NUMERIC_TOLERANCE if self.strict else value > NUMERIC_TOLERANCE)
+
+    def _refutation(self, value):
+        bound = f"> {NUMERIC_TOLERANCE:.0e}" if self.strict else f">= -{NUMERIC_TOLERANCE:.0e}"
+        return ("failed", f"mpmath: greater - lesser (relative) is {-value:.3e} at a random point, must be {bound}",
+                value, NUMERIC_TOLERANCE)
+
+    def decide(self):
+        """Sign reductions, cheap ones first, then the numeric verdict (as documented in the module)."""
+        if self.result is not None:
+            return self.result
+        greater, lesser = (_prepared(side, self.how) for side in self._after_given())
+        difference = greater - lesser
+        if self.how and PREPARATIONS[self.how][1]:
+            difference = PREPARATIONS[self.how][1](difference)
+        prefix = f"{self.how} + " if self.how else ""
+        sign = "> 0" if self.strict else ">= 0"
+        difference = _doit(difference)
+        name = _signed(difference, _CHEAP_SIGNS, self.strict)
+        if name:
+            self.result = "symbolic", prefix + f"{name}, then sympy's assumptions: greater - lesser {sign}", 0.0, None
+            return self.result
+        value = self._evaluate(greater, lesser)
+        if self._refutes(value):
+            self.result = self._refutation(value)
+            return self.result
+        name = _signed(difference, _COSTLY_SIGNS, self.strict)
+        if name:
+            self.result = "symbolic", prefix + f"{name}, then sympy's assumptions: greater - lesser {sign}", 0.0, None
+        elif value is None:
+            self.result = ("failed", prefix + "sympy could not decide the sign; greater - lesser cannot be evaluated "
+                           "numerically as a real number", None, None)
+        else:
+            self.result = self._numeric(prefix, value)
+        return self.result
+
+    def _numeric(self, prefix, value):
+        sign = "> 0" if self.strict else ">= 0"
+        return "numeric", prefix + f"greater - lesser {sign} at each point; {_NUMERIC_DETAIL}", value, NUMERIC_TOLERANCE
+
+
+def _signed(difference, reductions, strict: bool) -> str | None:
+    """Name of the first reduction after which sympy's assumptions show ``difference >= 0`` (``> 0``), or None."""
+    for name, reduce in reductions:
+        try:
+            form = reduce(difference)
+        except (NotImplementedError, ValueError, TypeError):
+            continue
+        if (form.is_positive if strict else form.is_nonnegative) is True:
+            return name
+    return None
 
 
 # --------------------------------------------------------------------------- routes
@@ -496,11 +812,12 @@ def _masked(pair):
     return pair.xreplace({a: _stand_in(a) for a in constants})
 
 
+@functools.lru_cache(maxsize=_EVALUATIONS_KEPT)
 def _mpmath_residual(lhs, rhs, seed: int) -> tuple[float | None, int]:
     """Largest relative ``|lhs - rhs|`` over random points, both sides by mpmath alone, and the number of points.
 
     The residual is None when a side cannot be evaluated. Without free
-    symbols there is one point.
+    symbols there is one point. Kept, as :func:`_point_values` is.
     """
     pair = _masked(sp.Tuple(lhs, rhs))
     args = sorted(pair.free_symbols, key=sp.default_sort_key)
@@ -550,32 +867,57 @@ ROUTES: Mapping[str, tuple[str, Callable | None]] = {
 }
 
 
-def _check_component(lhs, rhs, how, given, route, seed):
-    """Check ``lhs = rhs`` (scalars) by ``route``; return ``(method, detail, residual, tolerance)``."""
-    if route is None:
-        return _reduce_sides(lhs, rhs, how, given, seed)
-    lhs, rhs = _substitute(lhs, given), _substitute(rhs, given)
-    if route == "mpmath":
-        return _check_mpmath(lhs, rhs, seed)
-    label, transform = ROUTES[route]
-    if transform:
-        try:
-            lhs, rhs = transform(lhs, rhs)
-        except ValueError as error:
-            return "failed", f"{label} does not apply: {error}", None, None
-    return _reduce_sides(lhs, rhs, how, (), seed, prefix=f"{label} + ")
+
+def _combined(results):
+    """One result for the components of an item: the first failure, else numeric (worst residual), else symbolic."""
+    for method in ("failed", "numeric"):
+        hits = [r for r in results if r[0] == method]
+        if hits:
+            worst = max(hits, key=lambda r: -1.0 if r[2] is None else r[2])
+            return method, hits[0][1], worst[2], worst[3]
+    return "symbolic", ", ".join(dict.fromkeys(r[1] for r in results)), 0.0, None
 
 
-def check_equation(eq, *, how=None, given=(), route=None, seed=0):
-    """Check one equation (matrices entry by entry).
+def _checked_time_limit(value) -> float | None:
+    """``value`` as a float of seconds > 0, or None (no limit); raises for anything else."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"time_limit must be a number of seconds or None, got {value!r} of type {type(value).__name__}")
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"time_limit == {value!r}, must be > 0 seconds (or None: no limit)")
+    return float(value)
+
+
+def _parts(eq, how, given, route, seed) -> list[_Component]:
+    """The components of ``eq``: the entries of a matrix equation, or the one scalar equation or inequality."""
+    if type(eq) is sp.Equality:
+        return [_Component(lhs, rhs, how, given, route, seed) for lhs, rhs in _components(eq)]
+    if route is not None:
+        raise ValueError(f"route == {route!r}: an inequality is checked without a route, pass None")
+    relation = _RELATIONS[type(eq)][0]
+    greater, lesser = (eq.lhs, eq.rhs) if relation.startswith(">") else (eq.rhs, eq.lhs)
+    return [_Inequality(greater, lesser, relation in _STRICT, how, given, seed)]
+
+
+def check_equation(eq, *, how=None, given=(), route=None, seed=0, time_limit=TIME_LIMIT):
+    """Check one equation (matrices entry by entry) or inequality.
+
+    Every component is first evaluated at the seeded random points, and a
+    counterexample fails the item at once; then each is reduced (module
+    docstring). Past ``time_limit`` the reductions are abandoned and the
+    numeric value found so far decides.
 
     Parameters
     ----------
-    eq : sympy.Equality
+    eq : sympy.Equality or sympy inequality
+        ``Eq(lhs, rhs, evaluate=False)``, or ``Ge``/``Gt``/``Le``/``Lt`` with scalar sides.
     how, given, route
-        As in :class:`Step`.
+        As in :class:`Step` (an inequality takes no route).
     seed : int
         Seed of the random points of the numeric checks.
+    time_limit : float or None
+        Seconds for the whole check, > 0 (default :data:`TIME_LIMIT`); None: no limit.
 
     Returns
     -------
@@ -586,21 +928,30 @@ def check_equation(eq, *, how=None, given=(), route=None, seed=0):
         ``0.0, None`` for symbolic; the worst relative mpmath residual and
         the tolerance it was held to (``NUMERIC_TOLERANCE``, or
         ``QUADRATURE_TOLERANCE`` on the mpmath route) for numeric, and
-        for a numeric failure.
+        for a numeric failure. For an inequality, the residual is the
+        largest relative amount by which the lesser side exceeds the
+        greater one (see :class:`StepCheck`).
     """
-    results = [_check_component(lhs, rhs, how, given, route, seed) for lhs, rhs in _components(eq)]
-    for method in ("failed", "numeric"):
-        hits = [r for r in results if r[0] == method]
-        if hits:
-            worst = max(hits, key=lambda r: -1.0 if r[2] is None else r[2])
-            return method, hits[0][1], worst[2], worst[3]
-    return "symbolic", ", ".join(dict.fromkeys(r[1] for r in results)), 0.0, None
+    if type(eq) not in _RELATIONS:
+        raise TypeError(f"eq must be an unevaluated sympy Eq, Ge, Gt, Le or Lt, got {eq!r} of type {type(eq).__name__}")
+    limit = _checked_time_limit(time_limit)
+    parts = _parts(eq, how, given, route, seed)
+    outcome = []
+    try:
+        with _time_limit.time_limit(limit):
+            refuted = next((part.result for part in parts if part.refute() is not None), None)
+            outcome.append(refuted or _combined([part.decide() for part in parts]))
+    except TimeLimitExceeded:
+        if not outcome:  # else the limit passed as the check finished: its result stands
+            outcome.append(_combined([part.timed_out(limit) for part in parts]))
+    return outcome[0]
 
 
 # --------------------------------------------------------------------------- printing
 
 _TEXT_ESCAPES = {"\\": r"\backslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
                  "{": r"\{", "}": r"\}", "^": r"\^{}", "~": r"\~{}"}
+_INDENT = "    "
 
 
 def _escape(s: str) -> str:
@@ -611,17 +962,52 @@ def _label(kind: str, index: int, item) -> str:
     return f"({index})" if kind == "step" else f"[claim {item.ref or index}]"
 
 
-def _describe(symbol) -> str:
+def _describe(symbol, show) -> str:
     if symbol.is_integer and symbol.is_positive:
-        return f"{symbol} integer >= 1"
+        return f"{show(symbol)} integer >= 1"
     for flag, text in (("positive", "> 0"), ("nonnegative", ">= 0"), ("real", "real")):
         if getattr(symbol, f"is_{flag}"):
-            return f"{symbol} {text}"
-    return str(symbol)
+            return f"{show(symbol)} {text}"
+    return show(symbol)
+
+
+def _shown(kind: str, item) -> tuple:
+    """``(lhs, relation type, rhs)`` as printed: a step's equation; a claimed form's ``name relation typed``."""
+    if kind == "step":
+        return item.eq.lhs, sp.Equality, item.eq.rhs
+    return item.name, type(item.eq), item.typed
+
+
+class _Plain:
+    """Text in sympy's ``sstr`` form, one line per relation."""
+
+    @staticmethod
+    def symbol(symbol) -> str:
+        return sp.sstr(symbol)
+
+    @staticmethod
+    def lines(head: str, lhs, relation: type, rhs) -> list[str]:
+        return [f"{head}{sp.sstr(lhs)} {_RELATIONS[relation][0]} {sp.sstr(rhs)}"]
+
+
+class _Pretty:
+    """sympy's 2-D unicode pretty printer, each relation a block below its heading, wrapped to the terminal."""
+
+    def __init__(self):
+        self.columns = shutil.get_terminal_size().columns
+
+    @staticmethod
+    def symbol(symbol) -> str:
+        return sp.pretty(symbol, use_unicode=True)
+
+    def lines(self, head: str, lhs, relation: type, rhs) -> list[str]:
+        indent = head[:len(head) - len(head.lstrip())] + _INDENT
+        block = sp.pretty(relation(lhs, rhs, evaluate=False), use_unicode=True, num_columns=self.columns - len(indent))
+        return [head.rstrip()] + [(indent + line).rstrip() for line in block.splitlines()]
 
 
 class Derivation:
-    """A derivation: symbols, steps, results and claims, checkable and printable.
+    """A derivation: symbols, steps, results and claimed forms, checkable and printable.
 
     Parameters
     ----------
@@ -635,7 +1021,7 @@ class Derivation:
     results : sequence of sympy.Equality
         ``Eq(name, value)`` with ``value`` produced by sympy operations; the
         first is the principal result.
-    claims : sequence of Claim
+    claims : sequence of ClaimedForm
 
     Attributes
     ----------
@@ -644,7 +1030,11 @@ class Derivation:
     """
 
     def __init__(self, name: str, title: str, symbols: Sequence, steps: Sequence[Step],
-                 results: Sequence[sp.Equality], claims: Sequence[Claim] = ()):
+                 results: Sequence[sp.Equality], claims: Sequence[ClaimedForm] = ()):
+        for argument, items, kind in (("steps", steps, Step), ("claims", claims, ClaimedForm)):
+            wrong = [item for item in items if not isinstance(item, kind)]
+            if wrong:
+                raise TypeError(f"{argument} must hold {kind.__name__} objects, got {wrong[0]!r}")
         self.name = name
         self.title = title
         self.symbols = tuple(symbols)
@@ -665,65 +1055,126 @@ class Derivation:
                 return eq.rhs
         raise KeyError(f"derivation {self.name!r} has no result for {lhs}")
 
+    def item(self, kind: str, index: int) -> Step | ClaimedForm:
+        """Step (``kind="step"``) or claimed form (``kind="claim"``) number ``index`` (1-based)."""
+        if kind not in ("step", "claim"):
+            raise ValueError(f"kind == {kind!r}, must be 'step' or 'claim'")
+        items = self.steps if kind == "step" else self.claims
+        if isinstance(index, bool) or not isinstance(index, int) or not 1 <= index <= len(items):
+            raise ValueError(f"index == {index!r}, must be an int in 1..{len(items)} ({kind}s of {self.name!r})")
+        return items[index - 1]
+
     def with_step(self, index: int, eq: sp.Equality) -> Derivation:
         """Return an unchecked copy whose step ``index`` (1-based) has equation ``eq``."""
         steps = list(self.steps)
-        steps[index - 1] = dataclasses.replace(steps[index - 1], eq=eq)
+        steps[index - 1] = dataclasses.replace(self.item("step", index), eq=eq)
         return Derivation(self.name, self.title, self.symbols, steps, self.results, self.claims)
 
-    def with_claim(self, index: int, eq: sp.Equality) -> Derivation:
-        """Return an unchecked copy whose claim ``index`` (1-based) has equation ``eq``."""
+    def with_claim(self, index: int, eq) -> Derivation:
+        """Return an unchecked copy whose claimed form ``index`` (1-based) has equation (or inequality) ``eq``."""
         claims = list(self.claims)
-        claims[index - 1] = dataclasses.replace(claims[index - 1], eq=eq)
+        claims[index - 1] = dataclasses.replace(self.item("claim", index), eq=eq)
         return Derivation(self.name, self.title, self.symbols, self.steps, self.results, claims)
 
     def items(self):
-        """Yield ``(kind, index, item)`` for the steps, then the claims (1-based)."""
+        """Yield ``(kind, index, item)`` for the steps, then the claimed forms (1-based)."""
         for i, step in enumerate(self.steps, 1):
             yield "step", i, step
         for i, claim in enumerate(self.claims, 1):
             yield "claim", i, claim
 
-    def check_item(self, kind: str, index: int) -> StepCheck:
-        """Check step (``kind="step"``) or claim (``kind="claim"``) number ``index``."""
-        item = (self.steps if kind == "step" else self.claims)[index - 1]
-        seed = zlib.crc32(f"{self.name}:{kind}:{index}".encode())
-        method, detail, residual, tol = check_equation(item.eq, how=item.how, given=item.given, route=item.route,
-                                                       seed=seed)
-        return StepCheck(index, kind, item.reason, method, detail, residual, tol)
+    def check_item(self, kind: str, index: int, *, time_limit: float | None = TIME_LIMIT,
+                   progress: Callable[[str, int, str, float], None] | None = None) -> StepCheck:
+        """Check step (``kind="step"``) or claimed form (``kind="claim"``) number ``index``.
 
-    def check(self) -> CheckReport:
-        """Check every step and claim; store the :class:`CheckReport` in ``report`` and return it."""
-        entries = tuple(self.check_item(kind, i) for kind, i, _ in self.items())
+        Parameters
+        ----------
+        kind : {"step", "claim"}
+        index : int
+            1-based.
+        time_limit : float or None
+            Seconds the item's check may take (default :data:`TIME_LIMIT`); past it the symbolic
+            reductions are abandoned and the numeric evaluation decides (module docstring). None: no limit.
+        progress : callable, optional
+            Called as ``progress(kind, index, method, seconds)`` when the item is checked.
+        """
+        item = self.item(kind, index)
+        if progress is not None and not callable(progress):
+            raise TypeError(f"progress must be callable or None, got {progress!r}")
+        seed = zlib.crc32(f"{self.name}:{kind}:{index}".encode())
+        start = time.perf_counter()
+        method, detail, residual, tol = check_equation(item.eq, how=item.how, given=item.given, route=item.route,
+                                                       seed=seed, time_limit=time_limit)
+        if progress is not None:
+            progress(kind, index, method, time.perf_counter() - start)
+        relation = item.relation if kind == "claim" else "="
+        return StepCheck(index, kind, item.reason, method, detail, residual, tol, relation)
+
+    def check(self, *, time_limit: float | None = TIME_LIMIT,
+              progress: Callable[[str, int, str, float], None] | None = None) -> CheckReport:
+        """Check every step and claimed form; store the :class:`CheckReport` in ``report`` and return it.
+
+        ``time_limit`` is per item and ``progress`` is called as each item is checked, as in
+        :meth:`check_item`.
+        """
+        entries = tuple(self.check_item(kind, i, time_limit=time_limit, progress=progress)
+                        for kind, i, _ in self.items())
         self.report = CheckReport(self.name, entries)
         return self.report
 
     def latex(self) -> str:
-        """The derivation as a LaTeX ``aligned`` block, one equation per row, reasons in ``\\text{}``."""
+        """The derivation as a LaTeX ``aligned`` block, one relation per row, reasons in ``\\text{}``.
+
+        A claimed form takes two rows: ``name relation typed`` with its label and statement, then
+        ``name = derived``.
+        """
         rows = [r"&\textbf{" + _escape(self.title) + "} &&"]
         for kind, i, item in self.items():
+            lhs, relation, rhs = _shown(kind, item)
             text = _escape(f"{_label(kind, i, item)} {item.reason}")
-            rows.append(rf"{sp.latex(item.eq.lhs)} &= {sp.latex(item.eq.rhs)} && \text{{{text}}}")
+            rows.append(rf"{sp.latex(lhs)} &{_RELATIONS[relation][1]} {sp.latex(rhs)} && \text{{{text}}}")
+            if kind == "claim":
+                rows.append(rf"{sp.latex(item.name)} &= {sp.latex(item.derived)} && \text{{derived}}")
         rows += [rf"{sp.latex(eq.lhs)} &= {sp.latex(eq.rhs)} && \text{{result}}" for eq in self.results]
         return "\\begin{aligned}\n" + " \\\\\n".join(rows) + "\n\\end{aligned}"
 
     def _repr_latex_(self) -> str:
         return "$\\displaystyle " + self.latex() + "$"
 
-    def to_text(self) -> str:
-        """Plain listing: symbols, steps with reasons, results, and the checks of the last :meth:`check`."""
+    def to_text(self, *, pretty: bool = False) -> str:
+        """Listing: symbols, steps with reasons, claimed forms, results, and the checks of the last :meth:`check`.
+
+        A claimed form is shown as ``name = typed`` (``name >= typed`` for an inequality) and,
+        below it, ``derived: name = derived``.
+
+        Parameters
+        ----------
+        pretty : bool
+            False: one line per relation in sympy's ``sstr`` form (``Derivative(f(x), x)``). True:
+            sympy's unicode pretty printer (fractions, integral and derivative signs), each relation
+            a block below its label, wrapped to the terminal's width (80 columns off a terminal).
+        """
+        if not isinstance(pretty, bool):
+            raise TypeError(f"pretty must be True or False, got {pretty!r}")
+        show = _Pretty() if pretty else _Plain()
         checks = {(e.kind, e.index): e for e in self.report.entries} if self.report else {}
-        lines = [f"{self.name}: {self.title}", "symbols: " + ", ".join(_describe(s) for s in self.symbols)]
+        lines = [f"{self.name}: {self.title}", "symbols: " + ", ".join(_describe(s, show.symbol) for s in self.symbols)]
         for kind, i, item in self.items():
-            lines.append(f"{_label(kind, i, item)} {sp.sstr(item.eq.lhs)} = {sp.sstr(item.eq.rhs)}")
-            lines.append(f"    {item.reason}")
-            if item.given:
-                lines.append("    given " + "; ".join(f"{sp.sstr(g.lhs)} = {sp.sstr(g.rhs)}" for g in item.given))
+            label = _label(kind, i, item)
+            if pretty:
+                lines += show.lines(f"{label} {item.reason}", *_shown(kind, item))
+            else:
+                lines += show.lines(f"{label} ", *_shown(kind, item)) + [f"{_INDENT}{item.reason}"]
+            if kind == "claim":
+                lines += show.lines(f"{_INDENT}derived: ", item.name, sp.Equality, item.derived)
+            for relation in item.given:
+                lines += show.lines(f"{_INDENT}given: ", relation.lhs, sp.Equality, relation.rhs)
             if (kind, i) in checks:
-                lines.append(f"    checked: {checks[kind, i].summary()}")
+                lines.append(f"{_INDENT}checked: {checks[kind, i].summary()}")
             elif item.route:
-                lines.append(f"    route: {ROUTES[item.route][0]}")
-        lines += [f"result: {sp.sstr(eq.lhs)} = {sp.sstr(eq.rhs)}" for eq in self.results]
+                lines.append(f"{_INDENT}route: {ROUTES[item.route][0]}")
+        for eq in self.results:
+            lines += show.lines("result: ", eq.lhs, sp.Equality, eq.rhs)
         if self.report:
             lines.append(f"check: {'passed' if self.report.passed else 'FAILED'} {self.report.methods()}")
         return "\n".join(lines)

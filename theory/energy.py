@@ -20,7 +20,7 @@ from functools import cache
 
 import sympy as sp
 
-from .derivation import Claim, Derivation, Step
+from .derivation import ClaimedForm, Derivation, Step
 
 __all__ = ["derivation"]
 
@@ -30,6 +30,8 @@ j = sp.Symbol("j", integer=True)
 z = sp.Symbol("z", real=True)
 x = sp.IndexedBase("x", real=True)
 CURL_POINT = {"positions": (0, 1, 3), "h2": 1}
+ENERGY = sp.Function("E_t")
+CURL = sp.Symbol("curl_3")
 
 
 def _kernel(u, v):
@@ -43,7 +45,7 @@ def _velocity(point, tokens):
 
 
 def _energy(point, tokens):
-    """THEORY.md's E_t, typed in as the claim."""
+    """The paper's E_t (docs/theory.md), typed in as the claim."""
     return -h2 * sp.log(sum(_kernel(point, tok) for tok in tokens))
 
 
@@ -67,8 +69,9 @@ def _derived_energy():
     energy = -sp.integrate(velocity, z)
     step = Step(sp.Eq(-sp.Integral(velocity, z), energy, evaluate=False),
                 "d = 1, N = 2: integrate minus the velocity (integration constant 0)", route="antiderivative")
-    claim = Claim(sp.Eq(energy, _energy((z,), tokens), evaluate=False),
-                  "the energy is E_t(z) = -h2 log sum_j exp(-|z - x_j|^2 / (2 h2)), no extra term", ref="C4")
+    claim = ClaimedForm(sp.Eq(energy, _energy((z,), tokens), evaluate=False),
+                        "the energy is E_t(z) = -h2 log sum_j exp(-|z - x_j|^2 / (2 h2)), no extra term", ref="C4",
+                        name=ENERGY(z))
     return step, energy, claim
 
 
@@ -77,8 +80,9 @@ def _gradient_claim():
     tokens = [tuple(x[n, c] for c in (1, 2)) for n in (1, 2, 3)]
     energy = _energy(point, tokens)
     minus_gradient = sp.ImmutableMatrix([-sp.Derivative(energy, zc) for zc in point])
-    return Claim(sp.Eq(minus_gradient, sp.ImmutableMatrix(_velocity(point, tokens)), evaluate=False),
-                 "N = 3, d = 2: dz/dt = a_t(z) - z = -grad E_t(z)", ref="C4")
+    return ClaimedForm(sp.Eq(minus_gradient, sp.ImmutableMatrix(_velocity(point, tokens)), evaluate=False),
+                       "N = 3, d = 2: dz/dt = a_t(z) - z = -grad E_t(z)", ref="C4",
+                       name=sp.ImmutableMatrix([-sp.Derivative(ENERGY(*point), zc) for zc in point]))
 
 
 def _collective():
@@ -98,10 +102,10 @@ def _collective():
         steps.append(Step(sp.Eq(curl.subs(at), value, evaluate=False),
                           "three tokens at y = (0, 1, 3), h2 = 1: the curl d v_1/d y_2 - d v_2/d y_1 there",
                           route="mpmath"))
-        curls.append(sp.Eq(sp.Symbol("curl_3"), value, evaluate=False))
-    claim = Claim(sp.Eq(sp.sign(curls[0].rhs, evaluate=False), 1, evaluate=False),
-                  "three tokens: the curl is nonzero, so E_t is a per-token energy with the context frozen, "
-                  "not a potential for the joint dynamics", ref="C4")
+        curls.append(sp.Eq(CURL, value, evaluate=False))
+    claim = ClaimedForm(sp.Eq(sp.sign(curls[0].rhs, evaluate=False), 1, evaluate=False),
+                        "three tokens: the curl is nonzero, so E_t is a per-token energy with the context frozen, "
+                        "not a potential for the joint dynamics", ref="C4", name=sp.sign(CURL))
     return steps, curls, claim
 
 
@@ -115,6 +119,6 @@ def derivation() -> Derivation:
         "The depth ODE is -grad of the log-sum-exp energy E_t (context frozen)",
         [h2, N, z],
         _general_steps() + [integration] + collective_steps,
-        [sp.Eq(sp.Function("E_t")(z), energy, evaluate=False), *curls],
+        [sp.Eq(ENERGY(z), energy, evaluate=False), *curls],
         [energy_claim, _gradient_claim(), curl_claim],
     )

@@ -32,7 +32,7 @@ import sympy as sp
 from . import _calculus
 from ._calculus import gaussian_density, series_in
 from ._evaluate import evaluate
-from .derivation import Claim, Derivation, Step
+from .derivation import ClaimedForm, Derivation, Step
 
 __all__ = ["LAYER_MAP", "T_GAUSS", "VARIANCE_AT_T_STAR", "derivation", "stage2_bandwidth_family"]
 
@@ -105,13 +105,14 @@ def _horizon_steps(rate):
     results = [sp.Eq(T_GAUSS, horizon, evaluate=False), sp.Eq(S(t), solution, evaluate=False),
                sp.Eq(VARIANCE_AT_T_STAR, left_at_t_star, evaluate=False)]
     claims = [
-        Claim(sp.Eq(horizon, sigma2 / (2 * h2) + sp.O(1, (h2, 0)), evaluate=False),
-              "the exact Gaussian horizon is T* = sigma2 / (2 h2) at leading order", ref="C6"),
-        Claim(sp.Eq(left_at_t_star, tau2 + h2 * sp.log(1 + sigma2 / tau2) + sp.O(h2**2), evaluate=False),
-              "at T* = sigma2 / (2 h2) the variance left is tau2 + h2 log(1 + sigma2/tau2) + O(h2^2)", ref="C8"),
-        Claim(sp.Eq(sp.Limit(solution.subs(t, t_star), h2, 0), tau2, evaluate=False),
-              "the exact (Lambert W) variance at T* returns to the prior's tau2 as h2 -> 0 (Gaussian case of C8)",
-              ref="C8", route="mpmath"),
+        ClaimedForm(sp.Eq(horizon, sigma2 / (2 * h2) + sp.O(1, (h2, 0)), evaluate=False),
+                    "the exact Gaussian horizon is T* = sigma2 / (2 h2) at leading order", ref="C6", name=T_GAUSS),
+        ClaimedForm(sp.Eq(left_at_t_star, tau2 + h2 * sp.log(1 + sigma2 / tau2) + sp.O(h2**2), evaluate=False),
+                    "at T* = sigma2 / (2 h2) the variance left is tau2 + h2 log(1 + sigma2/tau2) + O(h2^2)",
+                    ref="C8", name=VARIANCE_AT_T_STAR),
+        ClaimedForm(sp.Eq(sp.Limit(solution.subs(t, t_star), h2, 0), tau2, evaluate=False),
+                    "the exact (Lambert W) variance at T* returns to the prior's tau2 as h2 -> 0 (Gaussian case of C8)",
+                    ref="C8", route="mpmath", name=sp.Limit(S(sp.Symbol("T_star")), h2, 0)),
     ]
     return steps, results, claims
 

@@ -24,7 +24,7 @@ import sympy as sp
 
 from . import _calculus
 from ._calculus import gaussian_density, series_in
-from .derivation import Claim, Derivation, Step
+from .derivation import ClaimedForm, Derivation, Step
 
 __all__ = ["PDE_RHS", "derivation"]
 
@@ -36,6 +36,8 @@ ys = sp.symbols("y1 y2", real=True)
 ks = sp.symbols("k1 k2", real=True)
 TAYLOR_ORDER = 6
 PDE_RHS = sp.Symbol("rhodot")
+PDE_RHS_2D = sp.Symbol("rhodot_2")
+SCORE_SMOOTH = sp.Symbol("score_smooth")
 
 
 def _moment(p):
@@ -120,12 +122,13 @@ def derivation() -> Derivation:
     pde_steps, grad_log, rhs = _pde_1d(smoothed)
     pde_2d_step, rhs_2d = _pde_2d()
     claims = [
-        Claim(sp.Eq(grad_log, sp.diff(sp.log(rho(x)), x) + sp.O(h2), evaluate=False),
-              "grad log(rho * phi_h2) = grad log rho + O(h2)", ref="C5"),
-        Claim(sp.Eq(rhs, -h2 * sp.diff(rho(x), x, 2) + sp.O(h2**2), evaluate=False),
-              "d rho/dt = -h2 Laplacian(rho) + O(h2^2): the heat equation run backwards", ref="C5"),
-        Claim(sp.Eq(rhs_2d, -h2 * sum(sp.diff(rho(*xs), xc, 2) for xc in xs) + sp.O(h2**2), evaluate=False),
-              "the same in d = 2", ref="C5"),
+        ClaimedForm(sp.Eq(grad_log, sp.diff(sp.log(rho(x)), x) + sp.O(h2), evaluate=False),
+                    "grad log(rho * phi_h2) = grad log rho + O(h2)", ref="C5", name=SCORE_SMOOTH),
+        ClaimedForm(sp.Eq(rhs, -h2 * sp.diff(rho(x), x, 2) + sp.O(h2**2), evaluate=False),
+                    "d rho/dt = -h2 Laplacian(rho) + O(h2^2): the heat equation run backwards", ref="C5",
+                    name=PDE_RHS),
+        ClaimedForm(sp.Eq(rhs_2d, -h2 * sum(sp.diff(rho(*xs), xc, 2) for xc in xs) + sp.O(h2**2), evaluate=False),
+                    "the same in d = 2", ref="C5", name=PDE_RHS_2D),
     ]
     return Derivation(
         "mean_field",
@@ -135,7 +138,7 @@ def derivation() -> Derivation:
         [
             sp.Eq(PDE_RHS, rhs, evaluate=False),
             sp.Eq(sp.Symbol("rho_smooth"), smoothed, evaluate=False),
-            sp.Eq(sp.Symbol("score_smooth"), grad_log, evaluate=False),
+            sp.Eq(SCORE_SMOOTH, grad_log, evaluate=False),
         ],
         claims,
     )

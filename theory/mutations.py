@@ -1,12 +1,13 @@
-"""Mutations of a derivation: one step or claim changed so that its equation is false.
+"""Mutations of a derivation: one step or claimed form changed so that it is false.
 
 A check that would pass whatever the mathematics says tells nothing. Each
 mutation below changes the right-hand side of one equation (one entry of a
-matrix equation) in a way that makes a true equation false; a sound check of
-that item must then fail. :func:`mutants` yields, for a derivation, every
-applicable mutation of every step and claim, one at a time, as unchecked
-copies (no derivation is rebuilt, so this is cheap); ``proofs_check`` uses the
-claim mutants as the wrong theories of each derivation check. :func:`mutate`
+matrix equation), or the relation of an inequality, in a way that makes a
+true statement false; a sound check of that item must then fail.
+:func:`mutants` yields, for a derivation, every applicable mutation of every
+step and claimed form, one at a time, as unchecked copies (no derivation is
+rebuilt, so this is cheap); ``proofs_check`` uses the claim mutants as the
+wrong theories of each derivation check. :func:`mutate`
 makes one chosen mutant, :func:`sample` one per mutation (a cheap spot check),
 and :func:`parse_label` turns a mutant's label back into the ``(kind, index)``
 that :meth:`~attneb.theory.derivation.Derivation.check_item` takes::
@@ -36,6 +37,22 @@ The mutations, on ``Eq(lhs, rhs)`` with ``rhs = B + O(.)`` (``B`` free of ``O``)
 - ``bump_order``: every ``O(x**n)`` of ``rhs`` becomes ``O(x**(n + 1))``: the
   stated order must be sharp.
 
+These apply to equations only. An inequality (a claimed form ``a >= b``,
+``a > b``, ``a <= b`` or ``a < b``) has one mutation:
+
+- ``negate``: the opposite claim, ``a >= b -> a < b`` (``a > b -> a <= b``, and
+  so on). It is false wherever the original holds, whatever the slack.
+
+Moving the bound instead (``b -> (1 + 1/1000) b``, ``b + s/1000``, ``-b``,
+``b/2``, a changed coefficient or exponent) makes an inequality false only
+where it held with less room than the move. An inequality is usually tight
+only on a boundary or in a limit (a posterior variance is 0 only for a point
+mass), so a moved bound still holds at the random points of the numeric check,
+and is often still true: such mutants are not wrong statements, and none is
+made. Whether a bound is sharp is a claim of its own (an equation for the
+limit, or for the point where the bound is attained), which the equation
+mutations then test.
+
 ``flip_sign`` and ``drop_factor_two`` change the first term of the first sum of
 the left side instead when the right side is ``0``. ``bump_exponent`` does not:
 on the left of ``... = 0`` the first exponent is often that of a normalising
@@ -45,6 +62,7 @@ the normalisation), and such a mutant would leave the mathematics unchanged.
 
 from __future__ import annotations
 
+import functools
 import zlib
 from collections.abc import Callable, Iterator
 
@@ -63,6 +81,7 @@ __all__ = [
     "flip_sign",
     "mutants",
     "mutate",
+    "negate",
     "parse_label",
     "sample",
     "scale",
@@ -136,6 +155,16 @@ def _on_body(eq, change):
 # --------------------------------------------------------------------------- the mutations
 
 
+def _equations_only(mutation):
+    """``mutation``, made to return None for an inequality (see the module docstring)."""
+    @functools.wraps(mutation)
+    def on_equations(eq):
+        return mutation(eq) if isinstance(eq, sp.Equality) else None
+
+    return on_equations
+
+
+@_equations_only
 def scale(eq):
     """``B -> (1 + EPSILON) B``; None when ``B = 0``."""
     body, orders = _split(eq.rhs)
@@ -144,6 +173,7 @@ def scale(eq):
     return sp.Eq(eq.lhs, (1 + EPSILON) * body + sp.Add(*orders), evaluate=False)
 
 
+@_equations_only
 def add_term(eq):
     """``rhs -> rhs + EPSILON s`` when ``B = 0``, ``s`` a free symbol not the variable of an ``O(.)``."""
     body, orders = _split(eq.rhs)
@@ -171,6 +201,7 @@ def _changed_coefficient(r):
     return r / 2
 
 
+@_equations_only
 def change_coefficient(eq):
     """The first rational coefficient of ``B`` other than ``0, +-1``: ``n -> n + sign(n)``, ``p/q -> p/(2q)``."""
     body, orders = _split(eq.rhs)
@@ -180,11 +211,13 @@ def change_coefficient(eq):
     return sp.Eq(eq.lhs, new + sp.Add(*orders), evaluate=False)
 
 
+@_equations_only
 def flip_sign(eq):
     """``B -> -B`` (or one term of the left side when the right side is 0)."""
     return _on_body(eq, lambda e: -e)
 
 
+@_equations_only
 def drop_factor_two(eq):
     """``B -> B/2`` (or one term of the left side when the right side is 0)."""
     return _on_body(eq, lambda e: e / 2)
@@ -195,6 +228,7 @@ def _bumped_order(order):
     return sp.Order(order.expr * var, *order.args[1:])
 
 
+@_equations_only
 def bump_exponent(eq):
     """Raise by one the first rational exponent of ``B``; a bare ``O(x**n)`` on the right becomes ``O(x**(n + 1))``.
 
@@ -208,6 +242,7 @@ def bump_exponent(eq):
     return None if changed is None else sp.Eq(eq.lhs, changed + sp.Add(*orders), evaluate=False)
 
 
+@_equations_only
 def bump_order(eq):
     """Every ``O(x**n)`` of the right side -> ``O(x**(n + 1))``; None without one."""
     orders = eq.rhs.atoms(sp.Order)
@@ -216,8 +251,18 @@ def bump_order(eq):
     return _with_rhs(eq, eq.rhs.xreplace({order: _bumped_order(order) for order in orders}))
 
 
+_NEGATIONS = {sp.GreaterThan: sp.StrictLessThan, sp.StrictGreaterThan: sp.LessThan,
+              sp.LessThan: sp.StrictGreaterThan, sp.StrictLessThan: sp.GreaterThan}
+
+
+def negate(eq):
+    """The opposite inequality, ``a >= b -> a < b``, ``a > b -> a <= b`` (and so on); None for an equation."""
+    opposite = _NEGATIONS.get(type(eq))
+    return None if opposite is None else opposite(eq.lhs, eq.rhs, evaluate=False)
+
+
 MUTATIONS: tuple[Callable, ...] = (scale, add_term, change_coefficient, flip_sign, drop_factor_two, bump_exponent,
-                                   bump_order)
+                                   bump_order, negate)
 
 
 # --------------------------------------------------------------------------- mutated derivations
@@ -259,7 +304,7 @@ def mutate(derivation: Derivation, kind: str, index: int, mutation: Callable, en
     entry : int, optional
         For a matrix equation, the entry (row-major) to mutate; required there.
     """
-    item = (derivation.steps if kind == "step" else derivation.claims)[index - 1]
+    item = derivation.item(kind, index)
     entries = dict(_entries(item.eq))
     if entry not in entries:
         raise ValueError(f"{kind} {index} of {derivation.name!r} has entries {sorted(entries, key=str)}, "
@@ -275,8 +320,8 @@ def mutants(derivation: Derivation, kinds=("step", "claim"), mutations=MUTATIONS
 
     ``label`` is ``"step 3"`` or ``"claim 2"``, with ``"[entry]"`` appended for
     an entry of a matrix equation (``"step 2[4]"``). A mutation that gives
-    the same equation as an earlier one of the same entry, or the original
-    equation, is skipped. The copies are unchecked and share everything else
+    the same equation (or inequality) as an earlier one of the same entry, or
+    the original, is skipped. The copies are unchecked and share everything else
     with ``derivation``.
     """
     for kind, index, item in derivation.items():

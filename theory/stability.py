@@ -46,7 +46,7 @@ import sympy as sp
 from . import _calculus, depth_noise
 from ._calculus import gaussian_density, series_in
 from ._evaluate import evaluate
-from .derivation import Claim, Derivation, Step
+from .derivation import ClaimedForm, Derivation, Step
 
 __all__ = ["K_STAR", "LAMBDA", "LAMBDA_STAR", "N_C", "N_C_DIM", "derivation", "fastest_mode", "fluctuation_threshold",
            "growth_rate", "token_scaling"]
@@ -97,10 +97,13 @@ def _threshold_in_dimension(rate, k_star, rate_star, horizon):
              "at N = N_c(d)", given=(sp.Eq(N, threshold),), route="substitute"),
     ]
     claims = [
-        Claim(sp.Eq(leading, 2 * sp.exp(-1) * sigma2, evaluate=False),
-              "h2 log N_c(d) -> 2 sigma2 / e: the leading order is the per-mode law, whatever d"),
-        Claim(sp.Eq(exponent, (dim - 1) / sp.Integer(2), evaluate=False),
-              "log N_c(d) = 2 sigma2/(e h2) + ((d - 1)/2) log(1/h2) + O(1): the h2^(-d/2) modes enter as h2^(-(d-1)/2)"),
+        ClaimedForm(sp.Eq(leading, 2 * sp.exp(-1) * sigma2, evaluate=False),
+                    "h2 log N_c(d) -> 2 sigma2 / e: the leading order is the per-mode law, whatever d",
+                    name=sp.Limit(h2 * sp.log(N_C_DIM), h2, 0)),
+        ClaimedForm(sp.Eq(exponent, (dim - 1) / sp.Integer(2), evaluate=False),
+                    "log N_c(d) = 2 sigma2/(e h2) + ((d - 1)/2) log(1/h2) + O(1): the h2^(-d/2) modes enter as "
+                    "h2^(-(d-1)/2)",
+                    name=sp.Limit((sp.log(N_C_DIM) - 2 * sp.exp(-1) * sigma2 / h2) / sp.log(1 / h2), h2, 0)),
     ]
     return steps, threshold, claims
 
@@ -157,11 +160,12 @@ def derivation() -> Derivation:
              given=(sp.Eq(N, tokens),), route="substitute"),
     ] + steps_dim
     claims = [
-        Claim(sp.Eq(rate, h2 * k**2 * sp.exp(-h2 * k**2 / 2), evaluate=False),
-              "growth rate lambda(k) = h2 k^2 exp(-h2 k^2 / 2)"),
-        Claim(sp.Eq(rate_star, 2 / sp.E, evaluate=False), "fastest rate lambda* = 2/e, whatever h2"),
-        Claim(sp.Eq(sp.log(tokens), 2 * sp.exp(-1) * sigma2 / h2, evaluate=False),
-              "log N_c = (2/e) sigma2 / h2: log N must grow linearly in sigma2/h2"),
+        ClaimedForm(sp.Eq(rate, h2 * k**2 * sp.exp(-h2 * k**2 / 2), evaluate=False),
+                    "growth rate lambda(k) = h2 k^2 exp(-h2 k^2 / 2)", name=sp.Function("lambda")(k)),
+        ClaimedForm(sp.Eq(rate_star, 2 / sp.E, evaluate=False), "fastest rate lambda* = 2/e, whatever h2",
+                    name=LAMBDA_STAR),
+        ClaimedForm(sp.Eq(sp.log(tokens), 2 * sp.exp(-1) * sigma2 / h2, evaluate=False),
+                    "log N_c = (2/e) sigma2 / h2: log N must grow linearly in sigma2/h2", name=sp.log(N_C)),
     ] + claims_dim
     return Derivation(
         "stability",

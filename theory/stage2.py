@@ -24,7 +24,7 @@ import sympy as sp
 from . import gaussian
 from . import _calculus
 from ._calculus import gaussian_density
-from .derivation import Claim, Derivation, Step
+from .derivation import ClaimedForm, Derivation, Step
 
 __all__ = ["derivation"]
 
@@ -38,6 +38,7 @@ z = sp.IndexedBase("z", real=True)
 q = sp.IndexedBase("xt", real=True)
 EXPLICIT_N = 3
 LINE = (x, -sp.oo, sp.oo)
+EXCESS_L0, EXCESS_T_STAR = sp.symbols("excess_L0 excess_Tstar")
 
 
 def _empirical_bayes_steps():
@@ -61,8 +62,9 @@ def _empirical_bayes_steps():
                    evaluate=False),
              f"N = {EXPLICIT_N}, d = 1: posterior mean under the refined empirical prior", route="sift"),
     ]
-    claim = Claim(sp.Eq(posterior_mean, attention, evaluate=False),
-                  "Stage 2 (bandwidth sigma2, refined tokens) is the empirical-Bayes posterior mean", ref="C7")
+    claim = ClaimedForm(sp.Eq(posterior_mean, attention, evaluate=False),
+                        "Stage 2 (bandwidth sigma2, refined tokens) is the empirical-Bayes posterior mean", ref="C7",
+                        name=sp.Function("E_N")(xt))
     return steps, claim
 
 
@@ -123,17 +125,19 @@ def _risk_steps():
              "excess risk sigma2^2 log(1 + sigma2/tau2)^2 h2^2 / (tau2 + sigma2)^3 + O(h2^3)"),
     ]
     claims = [
-        Claim(sp.Eq(risk_gap(noisy_context), sigma2**4 / ((tau2 + 2 * sigma2) ** 2 * (tau2 + sigma2)), evaluate=False),
-              "without Stage 1 the estimator shrinks too little: excess risk "
-              "sigma2^4 / ((tau2 + 2 sigma2)^2 (tau2 + sigma2)) (Gaussian prior)", ref="C9"),
-        Claim(sp.Eq(sp.sign(excess_noisy, evaluate=False), 1, evaluate=False),
-              "depth is necessary: without Stage 1 the excess risk is strictly positive (Gaussian prior)", ref="C9"),
-        Claim(sp.Eq(excess_t_star, sp.O(h2**2), evaluate=False),
-              "Stage 2 after Stage 1 at T*: excess risk O(h2^2) -> 0 as h2 -> 0 (Gaussian prior, N -> oo)",
-              ref="C8"),
+        ClaimedForm(sp.Eq(risk_gap(noisy_context), sigma2**4 / ((tau2 + 2 * sigma2) ** 2 * (tau2 + sigma2)),
+                          evaluate=False),
+                    "without Stage 1 the estimator shrinks too little: excess risk "
+                    "sigma2^4 / ((tau2 + 2 sigma2)^2 (tau2 + sigma2)) (Gaussian prior)", ref="C9", name=EXCESS_L0),
+        ClaimedForm(sp.Eq(sp.sign(excess_noisy, evaluate=False), 1, evaluate=False),
+                    "depth is necessary: without Stage 1 the excess risk is strictly positive (Gaussian prior)",
+                    ref="C9", name=sp.sign(EXCESS_L0)),
+        ClaimedForm(sp.Eq(excess_t_star, sp.O(h2**2), evaluate=False),
+                    "Stage 2 after Stage 1 at T*: excess risk O(h2^2) -> 0 as h2 -> 0 (Gaussian prior, N -> oo)",
+                    ref="C8", name=EXCESS_T_STAR),
     ]
-    results = [sp.Eq(sp.Symbol("excess_L0"), excess_noisy, evaluate=False),
-               sp.Eq(sp.Symbol("excess_Tstar"), excess_t_star, evaluate=False),
+    results = [sp.Eq(EXCESS_L0, excess_noisy, evaluate=False),
+               sp.Eq(EXCESS_T_STAR, excess_t_star, evaluate=False),
                sp.Eq(sp.Symbol("mse"), mse, evaluate=False)]
     return steps, claims, results
 

@@ -22,7 +22,7 @@ import sympy as sp
 
 from . import _calculus
 from ._calculus import gaussian_density
-from .derivation import Claim, Derivation, Step
+from .derivation import ClaimedForm, Derivation, Step
 
 __all__ = ["derivation"]
 
@@ -30,6 +30,7 @@ x, y, m, m1, m2 = sp.symbols("x y m m1 m2", real=True)
 sigma2, tau2, tau_1, tau_2, w = sp.symbols("sigma2 tau2 tau_1 tau_2 w", positive=True)
 p0 = sp.Function("p0")
 POSTERIOR_MEAN = sp.Function("E")(y)
+GAUSSIAN_MEAN, MIXTURE_MEAN = sp.symbols("E_gauss E_mix")
 LINE = (x, -sp.oo, sp.oo)
 
 
@@ -74,10 +75,10 @@ def _gaussian():
              "direct conditional expectation", route="mpmath"),
     ]
     claims = [
-        Claim(sp.Eq(tweedie, direct, evaluate=False),
-              "Gaussian prior: Tweedie's formula = direct posterior mean", ref="C10"),
-        Claim(sp.Eq(tweedie, (tau2 * y + sigma2 * m) / (tau2 + sigma2), evaluate=False),
-              "Gaussian prior: E[x | y] = (tau2 y + sigma2 m) / (tau2 + sigma2)", ref="C10"),
+        ClaimedForm(sp.Eq(tweedie, direct, evaluate=False),
+                    "Gaussian prior: Tweedie's formula = direct posterior mean", ref="C10", name=GAUSSIAN_MEAN),
+        ClaimedForm(sp.Eq(tweedie, (tau2 * y + sigma2 * m) / (tau2 + sigma2), evaluate=False),
+                    "Gaussian prior: E[x | y] = (tau2 y + sigma2 m) / (tau2 + sigma2)", ref="C10", name=GAUSSIAN_MEAN),
     ]
     return steps, tweedie, claims
 
@@ -97,11 +98,11 @@ def _mixture():
              "direct conditional expectation", route="mpmath"),
     ]
     claims = [
-        Claim(sp.Eq(tweedie, first_moment / noisy, evaluate=False),
-              "mixture prior: Tweedie's formula = direct posterior mean", ref="C10"),
-        Claim(sp.Eq(tweedie, typed / typed_noisy, evaluate=False),
-              "mixture prior: E[x | y] = sum_k r_k(y) (tau_k y + sigma2 m_k) / (tau_k + sigma2), "
-              "r_k = w_k N(y; m_k, tau_k + sigma2) / p_sigma(y)", ref="C10"),
+        ClaimedForm(sp.Eq(tweedie, first_moment / noisy, evaluate=False),
+                    "mixture prior: Tweedie's formula = direct posterior mean", ref="C10", name=MIXTURE_MEAN),
+        ClaimedForm(sp.Eq(tweedie, typed / typed_noisy, evaluate=False),
+                    "mixture prior: E[x | y] = sum_k r_k(y) (tau_k y + sigma2 m_k) / (tau_k + sigma2), "
+                    "r_k = w_k N(y; m_k, tau_k + sigma2) / p_sigma(y)", ref="C10", name=MIXTURE_MEAN),
     ]
     return steps, tweedie, claims
 
@@ -118,7 +119,7 @@ def derivation() -> Derivation:
         [x, y, m, m1, m2, sigma2, tau2, tau_1, tau_2, w],
         general_steps + gaussian_steps + mixture_steps,
         [sp.Eq(POSTERIOR_MEAN, general, evaluate=False),
-         sp.Eq(sp.Symbol("E_gauss"), gaussian_mean, evaluate=False),
-         sp.Eq(sp.Symbol("E_mix"), mixture_mean, evaluate=False)],
+         sp.Eq(GAUSSIAN_MEAN, gaussian_mean, evaluate=False),
+         sp.Eq(MIXTURE_MEAN, mixture_mean, evaluate=False)],
         gaussian_claims + mixture_claims,
     )

@@ -1,6 +1,6 @@
 """Claims, the checks that bear on them, and the wrong theories each check must reject.
 
-A :class:`Claim` is an id from THEORY.md, a one-sentence statement and its assumptions. A check
+A :class:`Claim` is an id (C6; docs/theory.md lists them), a one-sentence statement and its assumptions. A check
 is a function ``check(ctx: Context) -> Evidence`` registered against a claim with :func:`check`;
 it measures something (a residual against a tolerance, a fitted rate with its interval, a
 difference with its interval over seeds) and says whether the measurement supports the claim. A

@@ -15,10 +15,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from attneb import theory
-
 from . import content
-from .derivations import CLAIM_DERIVATIONS
+from .derivations import BUILDERS, CLAIM_DERIVATIONS
 from .registry import CLAIMS, resolve, source_of
 from .studies import STUDIES
 
@@ -53,11 +51,13 @@ def _covered_where(target: str) -> str:
 
 
 def _derivation(name: str, *, pretty: bool, steps: bool) -> dict:
-    derivation = theory.get_derivation(name)
-    record = {"name": name, "title": derivation.title, "where": source_of(theory.derivation_module(name).derivation),
-              "claims": [c.statement for c in derivation.claims]}
+    """The derivation registered as ``name`` (:data:`BUILDERS`): where it is built and, with ``steps``, its text."""
+    build = BUILDERS[name]
+    record = {"name": name, "where": getattr(build, "source", None) or source_of(build)}
     if steps:
-        record["text"] = derivation.to_text(pretty=pretty)
+        derivation = build()
+        record |= {"title": derivation.title, "claims": [c.statement for c in derivation.claims],
+                   "text": derivation.to_text(pretty=pretty)}
     return record
 
 
@@ -133,7 +133,8 @@ def format_claim(record: dict) -> str:
     else:
         lines += ["", f"Last verdicts from the {record['report']['mode']} report of {record['report']['created']}."]
     for d in record["derivations"]:
-        lines += ["", f"Derivation '{d['name']}': {d['title']} ({d['where']})"]
+        title = f": {d['title']}" if "title" in d else ""
+        lines += ["", f"Derivation '{d['name']}'{title} ({d['where']})"]
         if "text" in d:
             lines.append(_indent(d["text"]))
     lines += ["", f"Checks ({len(record['checks'])}):"]

@@ -14,7 +14,7 @@ from attneb.theory.derivation import (
     QUADRATURE_TOLERANCE,
     ROUTES,
     CheckReport,
-    Claim,
+    ClaimedForm,
     Derivation,
     Step,
     StepCheck,
@@ -114,7 +114,7 @@ def test_left_side_known_to_a_weaker_order_fails():
 def test_check_report_and_text():
     d = toy(Step(eq((x + 1) ** 2, x**2 + 2 * x + 1), "square"),
             Step(eq(sp.atan(x) + sp.atan(1 / x), sp.pi / 2), "arctangent"),
-            claims=[Claim(eq(x + x, 2 * x), "doubling", ref="C0")])
+            claims=[ClaimedForm(eq(x + x, 2 * x), "doubling", ref="C0", name=sp.Symbol("d"))])
     assert d.report is None
     report = d.check()
     assert isinstance(report, CheckReport) and report is d.report
@@ -128,13 +128,14 @@ def test_check_report_and_text():
     assert report.entries[2].kind == "claim"
     text = d.to_text()
     for piece in ("(1) (x + 1)**2 = x**2 + 2*x + 1", "square", "checked: symbolic (expand)", "checked: numeric",
-                  "[claim C0] 2*x = 2*x", "result: r = x", "x > 0", "y real"):
+                  "[claim C0] d = 2*x", "derived: d = 2*x", "result: r = x", "x > 0", "y real"):
         assert piece in text
     assert "FAILED" in str(toy(Step(eq(x, 2 * x), "wrong")).check())
 
 
 def test_latex_lists_every_step_with_escaped_reasons():
-    d = toy(Step(eq(x**2, x * x), "50% & more_of #it"), claims=[Claim(eq(x, x), "trivial", ref="C0")])
+    d = toy(Step(eq(x**2, x * x), "50% & more_of #it"),
+            claims=[ClaimedForm(eq(x, x), "trivial", ref="C0", name=sp.Symbol("t"))])
     tex = d.latex()
     assert tex.startswith("\\begin{aligned}") and tex.endswith("\\end{aligned}")
     assert "x^{2} &= x^{2}" in tex
@@ -145,8 +146,69 @@ def test_latex_lists_every_step_with_escaped_reasons():
     assert notebook.startswith("$\\displaystyle \\begin{aligned}") and notebook.endswith("\\end{aligned}$")
 
 
+def test_claimed_form_prints_its_name_with_the_typed_and_the_derived_form():
+    name = sp.Symbol("T_star")
+    d = toy(claims=[ClaimedForm(eq(x / 2 + x / 2, x), "the whole", ref="C0", name=name)])
+    d.check()
+    text = d.to_text()
+    assert "[claim C0] T_star = x" in text
+    assert "    derived: T_star = x" in text  # x/2 + x/2 is x as soon as sympy builds it
+    assert text.index("[claim C0] T_star = x") < text.index("    checked: symbolic")
+    tex = d.latex()
+    assert r"T_{star} &= x && \text{[claim C0] the whole}" in tex
+    assert r"T_{star} &= x && \text{derived}" in tex
+
+
+def test_claimed_form_names_its_quantity_and_checks_its_fields():
+    with pytest.raises(TypeError, match="name"):
+        ClaimedForm(eq(x, x), "r")  # the name is required
+    with pytest.raises(TypeError, match="name must be a sympy expression"):
+        ClaimedForm(eq(x, x), "r", name="T")
+    with pytest.raises(TypeError, match="eq must be an unevaluated"):
+        ClaimedForm(sp.Eq(x, x), "r", name=x)  # evaluates to True
+    with pytest.raises(TypeError, match="eq must be an unevaluated sympy Eq"):
+        Step(sp.Ge(x, 0, evaluate=False), "a step is an equation")
+    with pytest.raises(TypeError, match="given must be a tuple"):
+        Step(eq(x, x), "r", given=[eq(x, 1)])
+    claim = ClaimedForm(eq(2 * x, x + x), "double", name=sp.Symbol("d"))
+    assert (claim.derived, claim.typed, claim.relation, claim.reason) == (2 * x, 2 * x, "=", "double")
+
+
+def test_items_are_addressed_by_kind_and_index():
+    d = toy(Step(eq(x, x), "one"), claims=[ClaimedForm(eq(x, x), "c", name=x)])
+    assert d.item("step", 1).reason == "one" and d.item("claim", 1).reason == "c"
+    for kind, index, match in (("steps", 1, "kind"), ("step", 0, "index"), ("step", 2, "index"),
+                               ("claim", True, "index")):
+        with pytest.raises(ValueError, match=match):
+            d.check_item(kind, index)
+    with pytest.raises(TypeError, match="steps must hold Step"):
+        Derivation("toy", "t", [x], [eq(x, x)], [])
+    with pytest.raises(TypeError, match="claims must hold ClaimedForm"):
+        Derivation("toy", "t", [x], [], [], [Step(eq(x, x), "a step")])
+
+
+def test_pretty_text_shows_math_not_sympy_calls():
+    chain = eq(sp.Derivative(sp.exp(-(x**2)), x), -2 * x * sp.exp(-(x**2)))
+    gauss = eq(sp.Integral(sp.exp(-(y**2)), (y, -sp.oo, sp.oo)), sp.sqrt(sp.pi))
+    d = toy(Step(chain, "chain rule"), Step(gauss, "Gauss"),
+            claims=[ClaimedForm(eq(x + x, 2 * x), "doubling", ref="C0", name=sp.Function("lambda")(x))])
+    d.check()
+    plain, pretty = d.to_text(), d.to_text(pretty=True)
+    assert "Derivative(" in plain and "Integral(" in plain
+    assert "Derivative(" not in pretty and "Integral(" not in pretty
+    block = "\n".join(f"    {line}".rstrip() for line in sp.pretty(chain, use_unicode=True).splitlines())
+    assert f"(1) chain rule\n{block}\n    checked: symbolic" in pretty
+    assert "⌠" in pretty and "√π" in pretty
+    claim_block = pretty[pretty.index("[claim C0]"):]
+    assert claim_block.splitlines()[1].strip() == "λ(x) = 2⋅x"
+    assert "checked: symbolic" in claim_block and "result:" in pretty
+    assert not any(line != line.rstrip() for line in pretty.splitlines())
+    with pytest.raises(TypeError, match="pretty"):
+        d.to_text(pretty="yes")
+
+
 def test_with_claim_copies():
-    d = toy(claims=[Claim(eq(x + x, 2 * x), "double", ref="C0")])
+    d = toy(claims=[ClaimedForm(eq(x + x, 2 * x), "double", ref="C0", name=sp.Symbol("d"))])
     mutated = d.with_claim(1, eq(x + x, 3 * x))
     assert not mutated.check().passed and d.check().passed
     assert mutated.claims[0].ref == "C0" and d.claims[0].eq.rhs == 2 * x
@@ -330,6 +392,6 @@ def test_route_and_preparation_are_validated():
     with pytest.raises(ValueError, match="route"):
         Step(eq(x, x), "r", route="guess")
     with pytest.raises(ValueError, match="how"):
-        Claim(eq(x, x), "r", how="gaussian")
+        ClaimedForm(eq(x, x), "r", how="gaussian", name=x)
     with pytest.raises(ValueError, match="drop how"):
         Step(eq(x, x), "r", route="mpmath", how="split_logs")

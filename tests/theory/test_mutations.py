@@ -31,6 +31,7 @@ from attneb.theory.mutations import (
     flip_sign,
     mutants,
     mutate,
+    negate,
     parse_label,
     sample,
     scale,
@@ -90,7 +91,7 @@ def test_zero_right_side_flips_a_term_of_the_left_side():
 
 
 @pytest.mark.parametrize("mutation", MUTATIONS, ids=lambda m: m.__name__)
-def test_each_mutation_makes_a_true_equation_false(mutation):
+def test_each_mutation_makes_a_true_statement_false(mutation):
     true = {
         scale: eq((x + 1) ** 2, x**2 + 2 * x + 1),
         add_term: eq(sp.Derivative(x**2, x) - 2 * x, 0),
@@ -99,6 +100,7 @@ def test_each_mutation_makes_a_true_equation_false(mutation):
         drop_factor_two: eq(x + x, 2 * x),
         bump_exponent: eq(x * x, x**2),
         bump_order: eq(sp.exp(x), 1 + x + sp.O(x**2)),
+        negate: sp.Ge(x**2 + y**2, 2 * x * y, evaluate=False),
     }[mutation]
     assert check_equation(true)[0] == "symbolic"
     assert check_equation(mutation(true))[0] == "failed"

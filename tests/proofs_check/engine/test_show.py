@@ -100,3 +100,20 @@ def test_the_report_says_where_each_claim_and_check_lives(tmp_path):
     markdown = (tmp_path / "report.md").read_text()
     assert "| claim | status | title | where |" in markdown
     assert f"`{claim.source}`" in markdown and f"`{claim.checks[0].source}`" in markdown
+
+
+def test_a_claim_of_ones_own_shows_with_load(capsys):
+    from attneb.proofs_check.engine import derivations
+
+    saved, builders = set(CLAIMS), dict(derivations.BUILDERS)
+    try:
+        assert cli.main(["show", "X1", "--load", "examples/own_claim.py", "--plain"]) == 0
+    finally:
+        for cid in set(CLAIMS) - saved:
+            del CLAIMS[cid]
+            derivations.CLAIM_DERIVATIONS.pop(cid, None)
+        derivations.BUILDERS.clear()
+        derivations.BUILDERS.update(builders)
+    out = capsys.readouterr().out
+    assert "X1: attention commutes with translations (claim; examples/own_claim.py:" in out
+    assert "Derivation 'translation': Attention commutes with translations (examples/own_claim.py:" in out
