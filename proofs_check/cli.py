@@ -163,11 +163,12 @@ def _plot(args: argparse.Namespace) -> int:
         return 2
     out = Path(args.out) if args.out else Path(args.store).parent
     try:
-        png = STUDIES[args.name].plot(Path(args.store), out, quick=args.quick)
+        pngs = STUDIES[args.name].plot(Path(args.store), out, quick=args.quick)
     except (FileNotFoundError, LookupError) as exc:
         print(f"attneb plot: {exc}", file=sys.stderr)
         return 2
-    print(f"{args.name}: {png} and {png.with_suffix('.pdf')}")
+    for png in pngs:
+        print(f"{args.name}: {png} and {png.with_suffix('.pdf')}")
     return 0
 
 
@@ -244,14 +245,14 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.set_defaults(func=_sweep)
     plot = sub.add_parser(
         "plot",
-        help="redraw an experiment's figure (E1-E5) from stored results, without recomputing",
+        help="redraw an experiment's figures (E1-E7) from stored results, without recomputing",
         description="Read the rows an earlier 'attneb verify' kept in its store (REPORT/results.sqlite) "
-        "and redraw the figure of experiment NAME as PNG and PDF.",
+        "and redraw the figures of experiment NAME, each as PNG and PDF.",
     )
-    plot.add_argument("name", metavar="NAME", help="experiment: E1, E2, E3, E4 or E5")
+    plot.add_argument("name", metavar="NAME", help="experiment: E1 to E7 (see docs/verify.md)")
     plot.add_argument("--store", required=True, help="the store of a verify run, e.g. attneb-report/results.sqlite")
     plot.add_argument("--quick", action="store_true", help="draw the results of 'verify --quick' (default: full)")
-    plot.add_argument("--out", help="folder for the figure (default: the store's folder)")
+    plot.add_argument("--out", help="folder for the figures (default: the store's folder)")
     plot.set_defaults(func=_plot)
     return parser
 

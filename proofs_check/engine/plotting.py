@@ -2,6 +2,11 @@
 
 The figures themselves live with their topics (``attneb.proofs_check.topics.*``); each draws from
 stored numbers, never recomputing them. Error bars are 95% t-intervals over seeds.
+
+Figures are :class:`matplotlib.figure.Figure` objects made without :mod:`matplotlib.pyplot`: no
+module of the toolkit imports pyplot or calls :func:`matplotlib.use`, so importing it leaves a
+notebook's backend as it was, and a figure is written only where :func:`save` is called
+(:meth:`attneb.proofs_check.engine.studies.Study.plot`).
 """
 
 from __future__ import annotations
@@ -10,13 +15,10 @@ from collections import defaultdict
 from pathlib import Path
 
 import matplotlib
+import numpy as np
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from attneb.numerics import stats  # noqa: E402
+from attneb.numerics import stats
 
 GAP_LABEL = r"gap to Bayes $\|\hat x - E[x|\tilde x]\|^2/d$ (squared data units)"
 N_LABEL = "context size N (tokens)"
@@ -41,20 +43,33 @@ def grouped_intervals(rows, x: str, y: str) -> tuple[np.ndarray, np.ndarray, np.
     return xs, np.array(means), np.array(halves)
 
 
-def save(fig, folder: Path, name: str) -> Path:
-    """Write ``fig`` as ``folder/name.png`` and ``.pdf``; return the PNG path."""
+def save(fig: Figure, folder: Path, name: str) -> Path:
+    """Write ``fig`` as ``folder/name.png`` (120 dpi) and ``folder/name.pdf``; return the PNG path.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+    folder : pathlib.Path
+        Created if missing.
+    name : str
+        File name without suffix.
+
+    Returns
+    -------
+    pathlib.Path
+        ``folder/name.png``.
+    """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     png = folder / f"{name}.png"
     fig.savefig(png, dpi=120, bbox_inches="tight")
     fig.savefig(folder / f"{name}.pdf", bbox_inches="tight")
-    plt.close(fig)
     return png
 
 
 def colour_cycle() -> list[str]:
     """The colours of matplotlib's property cycle, in order."""
-    return plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    return matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
 
 
 def loglog(ax, xlabel=N_LABEL, ylabel=GAP_LABEL) -> None:

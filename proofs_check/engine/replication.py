@@ -80,10 +80,14 @@ def stored_if_run(configs: dict[str, dict], store: ResultStore) -> dict[str, lis
 
 
 def plot_study(name: str, ctx: Context) -> tuple[str, ...]:
-    """Draw study ``name``'s figure into the report folder, except inside a power analysis."""
+    """Draw and save study ``name``'s figures into the report folder, except inside a power analysis.
+
+    Returns the PNGs' file names (:attr:`attneb.proofs_check.engine.registry.Evidence.figures`), empty in a power
+    analysis.
+    """
     if ctx.power:
         return ()
-    return (STUDIES[name].plot(ctx.store_path, ctx.out, quick=ctx.quick).name,)
+    return tuple(png.name for png in STUDIES[name].plot(ctx.store_path, ctx.out, quick=ctx.quick))
 
 
 def resample_weights(seeds: int, seed: int = 0) -> np.ndarray:

@@ -4,11 +4,20 @@ A :class:`Study` is one experiment of the report. Its data live in the report fo
 SQLite store (:class:`attneb.numerics.sweep.ResultStore`): risk sweeps as rows of the ``runs``
 table under experiment names ``"<study>-<part>-<mode>"``, other measurements as records.
 Its check (in :mod:`attneb.proofs_check.topics.stage2.recovery` or :mod:`attneb.proofs_check.topics.stability.onset`)
-fills the store, resuming whatever an interrupted run left, and draws the figure through
+fills the store, resuming whatever an interrupted run left, and draws and saves the figures through
 :meth:`Study.plot`; ``attneb plot NAME --store PATH`` calls the same :meth:`Study.plot`,
-so a figure is redrawn from stored numbers without recomputing anything. A power analysis may
-have stored more seeds of the same experiments (a pool it subsamples); every figure, like every
-decision of ``attneb verify``, uses only the seeds its configuration names.
+so a figure is redrawn from stored numbers without recomputing anything. In a notebook,
+:meth:`Study.figures` returns the same :class:`matplotlib.figure.Figure` objects without writing
+files::
+
+    from attneb.proofs_check.engine import content
+    from attneb.proofs_check.engine.studies import STUDIES
+
+    content.load_default()  # registers every study
+    [fig] = STUDIES["E5"].figures("report/results.sqlite", quick=True)
+
+A power analysis may have stored more seeds of the same experiments (a pool it subsamples); every
+figure, like every decision of ``attneb verify``, uses only the seeds its configuration names.
 """
 
 from __future__ import annotations
@@ -22,11 +31,13 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from matplotlib.figure import Figure
 from tqdm import tqdm
 
 from attneb.numerics import sweep
 from attneb.numerics.sweep.workers import THREAD_VARS, child_environment
 
+from .plotting import save
 from .shared_pool import in_run, shared_executor
 
 __all__ = ["STUDIES", "Study", "computed", "default_workers", "mode_name", "run_configs", "stored_rows", "study"]
@@ -34,44 +45,92 @@ __all__ = ["STUDIES", "Study", "computed", "default_workers", "mode_name", "run_
 
 @dataclass(frozen=True)
 class Study:
-    """One experiment: a name (``"E1"``), a title and a figure drawn from a store.
+    """One experiment: a name (``"E1"``), a title and the figures drawn from a store.
 
     Attributes
     ----------
     name, title : str
         Identifier used by ``attneb plot`` and a one-line description.
     claims : tuple of str
-        The claims whose evidence the figure shows (``attneb show``).
+        The claims whose evidence the figures show (``attneb show``).
+    files : tuple of str
+        File names, without suffix, of the figures, in the order ``draw`` returns them
+        (``("E5_clean_context",)``): :meth:`plot` writes ``<file>.png`` and ``<file>.pdf`` for each.
     draw : callable
-        ``draw(store, quick, folder) -> Path``: read the study's data of one mode from an open
-        :class:`attneb.numerics.sweep.ResultStore`, write ``folder/<figure>.png`` and ``.pdf``, return the PNG.
-        Raises ``LookupError`` when the store holds none of the study's data for that mode.
+        ``draw(store, quick) -> tuple of matplotlib.figure.Figure``: read the study's data of one mode
+        from an open :class:`attneb.numerics.sweep.ResultStore` and draw one figure per entry of
+        ``files``, writing nothing. Raises ``LookupError`` when the store holds none of the study's
+        data for that mode.
     """
 
     name: str
     title: str
     claims: tuple[str, ...]
-    draw: Callable[[sweep.ResultStore, bool, Path], Path]
+    files: tuple[str, ...]
+    draw: Callable[[sweep.ResultStore, bool], tuple[Figure, ...]]
 
-    def plot(self, store_path: Path, folder: Path, *, quick: bool = False) -> Path:
-        """Redraw the figure of the ``quick`` or full mode from the store at ``store_path``."""
+    def figures(self, store_path: Path, *, quick: bool = False) -> tuple[Figure, ...]:
+        """Draw the study's figures of one mode from the store at ``store_path``, without writing files.
+
+        Parameters
+        ----------
+        store_path : pathlib.Path
+            The SQLite store of a report folder (``results.sqlite``).
+        quick : bool
+            The quick mode's data (``attneb verify --quick``) rather than the full mode's.
+
+        Returns
+        -------
+        tuple of matplotlib.figure.Figure
+            One per entry of :attr:`files`, in that order; no backend is switched and nothing is written.
+
+        Raises
+        ------
+        FileNotFoundError
+            If there is no store at ``store_path``.
+        LookupError
+            If the store holds none of the study's data for that mode.
+        """
         store_path = Path(store_path)
         if not store_path.is_file():
             raise FileNotFoundError(f"store {store_path} does not exist; run 'attneb verify' to fill it")
         with sweep.ResultStore(store_path) as store:
-            return self.draw(store, quick, Path(folder))
+            return self.draw(store, quick)
+
+    def plot(self, store_path: Path, folder: Path, *, quick: bool = False) -> list[Path]:
+        """Draw the study's figures (:meth:`figures`) and save each as PNG and PDF into ``folder``.
+
+        Parameters
+        ----------
+        store_path : pathlib.Path
+            The SQLite store of a report folder.
+        folder : pathlib.Path
+            Where ``<file>.png`` and ``<file>.pdf`` are written for each of :attr:`files` (created if missing).
+        quick : bool
+            The quick mode's data rather than the full mode's.
+
+        Returns
+        -------
+        list of pathlib.Path
+            The PNG paths, in the order of :attr:`files`; each PDF lies beside its PNG.
+        """
+        figures = self.figures(store_path, quick=quick)
+        return [save(fig, Path(folder), file) for fig, file in zip(figures, self.files, strict=True)]
 
 
 STUDIES: dict[str, Study] = {}
 
 
-def study(name: str, title: str, claims: tuple[str, ...] = ()) -> Callable:
-    """Decorator registering ``draw(store, quick, folder)`` as the figure of study ``name``, evidence of ``claims``."""
+def study(name: str, title: str, claims: tuple[str, ...] = (), *, files: tuple[str, ...]) -> Callable:
+    """Decorator registering ``draw(store, quick)`` as the figures of study ``name``, evidence of ``claims``.
+
+    ``files`` names the figures ``draw`` returns, in order (see :class:`Study`).
+    """
 
     def register(draw):
         if name in STUDIES:
             raise ValueError(f"study {name!r} is already registered")
-        STUDIES[name] = Study(name, title, tuple(claims), draw)
+        STUDIES[name] = Study(name, title, tuple(claims), tuple(files), draw)
         return draw
 
     return register

@@ -13,17 +13,17 @@ wrong theory and see the check fail.
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
-import matplotlib.pyplot as plt  # noqa: E402
 import mpmath
 import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 
 from attneb.numerics import binned, kernels, priors, transformer
 from attneb.numerics.sweep import ResultStore
 from attneb.proofs_check.engine.derivations import register_derivation, theory_derivation
 from attneb.proofs_check.engine.finite_differences import five_point_gradient
-from attneb.proofs_check.engine.plotting import colour_cycle, grouped_intervals, loglog, save
+from attneb.proofs_check.engine.plotting import colour_cycle, grouped_intervals, loglog
 from attneb.proofs_check.engine.registry import Context, Evidence, alternative, check, claim, swap
 from attneb.proofs_check.engine.replication import (
     floor_fit,
@@ -312,10 +312,11 @@ def _clean_with_floor(rows_by_part: dict[str, list[dict]]) -> dict[str, list[dic
             for part, rows in rows_by_part.items()}
 
 
-@study("E5", "one attention step over N clean draws: gap to Bayes vs N (G3)", claims=("G3",))
-def draw_clean(store: ResultStore, quick: bool, folder: Path) -> Path:
+@study("E5", "one attention step over N clean draws: gap to Bayes vs N (G3)", claims=("G3",),
+       files=("E5_clean_context",))
+def draw_clean(store: ResultStore, quick: bool) -> tuple[Figure]:
     rows = stored(clean_configs(quick), store)
-    return plot_clean_context(labelled(rows, RECOVERY_PRIORS), folder)
+    return (plot_clean_context(labelled(rows, RECOVERY_PRIORS)),)
 
 
 _E5_DESIGN = ("three priors, sigma2 = 0.5, one attention step of bandwidth sigma2 over N clean draws (N = 256, 1024, "
@@ -419,9 +420,24 @@ def clean_context_floor(ctx: Context) -> Evidence:
                     data={"fits": fits, "verdicts": verdicts, "threshold_of_mmse": threshold})
 
 
-def plot_clean_context(rows_by_prior: dict[str, list[dict]], folder: Path, name: str = "E5_clean_context") -> Path:
-    """E5: gap to Bayes of one attention step over clean draws, against N, with a N^-1 guide."""
-    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+def plot_clean_context(rows_by_prior: dict[str, list[dict]], *, ax: Axes | None = None) -> Figure:
+    """E5: gap to Bayes of one attention step over clean draws, against N, with a N^-1 guide.
+
+    Parameters
+    ----------
+    rows_by_prior : dict of str to list of dict
+        The E5 rows (``n``, ``gap``, ``seed``) per prior label; one line per prior, mean over seeds
+        with its 95% t-interval, and a dotted line of slope -1 through its first point.
+    ax : matplotlib.axes.Axes, optional
+        The panel to draw into; by default a new figure of one panel.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure holding the panel (``ax.figure`` when ``ax`` is given).
+    """
+    if ax is None:
+        ax = Figure(figsize=(6.4, 4.4)).subplots()
     for (label, rows), colour in zip(rows_by_prior.items(), colour_cycle()):
         n, mean, half = grouped_intervals(rows, "n", "gap")
         ax.errorbar(n, mean, yerr=half, fmt="-o", color=colour, capsize=3, ms=4, label=label)
@@ -429,4 +445,4 @@ def plot_clean_context(rows_by_prior: dict[str, list[dict]], folder: Path, name:
     loglog(ax)
     ax.set_title("E5: clean context, one step of bandwidth sigma2 (dotted: slope -1)", fontsize=10)
     ax.legend(fontsize=8)
-    return save(fig, folder, name)
+    return ax.figure

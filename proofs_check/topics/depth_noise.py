@@ -15,16 +15,15 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
-from pathlib import Path
 
-import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np
+from matplotlib.figure import Figure
 from scipy import stats as sstats
 
 from attneb.numerics import stats
 from attneb.numerics.sweep import ResultStore
 from attneb.proofs_check.engine.derivations import register_derivation, theory_derivation
-from attneb.proofs_check.engine.plotting import colour_cycle, grouped_intervals, save
+from attneb.proofs_check.engine.plotting import colour_cycle, grouped_intervals
 from attneb.proofs_check.engine.registry import Context, Evidence, alternative, check, claim, swap
 from attneb.proofs_check.engine.replication import plot_study, resample_weights, run_pooled, seed_table, stored
 from attneb.proofs_check.engine.studies import mode_name, study
@@ -179,10 +178,10 @@ def depth_cases(rows_by_part: dict[str, list[dict]], level: float = 0.95) -> dic
 
 
 @study("E2", "gap to Bayes vs depth T at three N, two tau2, against T* and T_G (C6)",
-       claims=("C6",))
-def draw_depth(store: ResultStore, quick: bool, folder: Path) -> Path:
+       claims=("C6",), files=("E2_depth",))
+def draw_depth(store: ResultStore, quick: bool) -> tuple[Figure]:
     rows = stored(depth_configs(quick), store)
-    return plot_depth_sweep(rows, depth_cases(rows), folder)
+    return (plot_depth_sweep(rows, depth_cases(rows)),)
 
 
 def _shifted_correction(fraction: float):
@@ -413,8 +412,7 @@ def depth_minimiser(ctx: Context) -> Evidence:
                     data={"relative_excess_at_largest_n": {str(c["h2"]): e for c, e in zip(largest, excess)}})
 
 
-def plot_depth_sweep(rows_by_part: dict[str, list[dict]], cases: dict[str, dict], folder: Path,
-                     name: str = "E2_depth") -> Path:
+def plot_depth_sweep(rows_by_part: dict[str, list[dict]], cases: dict[str, dict]) -> Figure:
     """E2: gap to Bayes on fresh queries against the depth offset T - T*, and the extrapolated minimiser.
 
     ``rows_by_part`` are the E2 rows per ``"tau2=..-h2=.."`` part; ``cases`` (from
@@ -422,10 +420,11 @@ def plot_depth_sweep(rows_by_part: dict[str, list[dict]], cases: dict[str, dict]
     T_G (``exact``) and the minimisers (``oos``: per N and extrapolated, with its interval). Left: one
     panel per tau2, mean gap over seeds per (h2, N) (solid: largest N), dotted at T*, dashed at T_G, the
     band T* + [0.75, 1.25] (T_G - T*) shaded. Right: each N's minimiser against N^(-1/2) in units of
-    T_G - T*, the fitted line and the interval of T_inf at N^(-1/2) = 0.
+    T_G - T*, the fitted line and the interval of T_inf at N^(-1/2) = 0. Returns the figure.
     """
     tau2s = sorted({c["tau2"] for c in cases.values()}, reverse=True)
-    fig, axes = plt.subplots(1, len(tau2s) + 1, figsize=(5.2 * (len(tau2s) + 1), 4.4), squeeze=False)
+    fig = Figure(figsize=(5.2 * (len(tau2s) + 1), 4.4))
+    axes = fig.subplots(1, len(tau2s) + 1, squeeze=False)
     colours = dict(zip(sorted({c["h2"] for c in cases.values()}, reverse=True), colour_cycle()))
     for ax, tau2 in zip(axes.flat, tau2s):
         for part, case in cases.items():
@@ -474,4 +473,4 @@ def plot_depth_sweep(rows_by_part: dict[str, list[dict]], cases: dict[str, dict]
     ax.legend(fontsize=6)
     fig.suptitle("E2: risk-minimising depth against T* = sigma2/(2 h2) (dotted) and T_G (dashed)", fontsize=10)
     fig.tight_layout()
-    return save(fig, folder, name)
+    return fig

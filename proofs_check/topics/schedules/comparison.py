@@ -36,7 +36,6 @@ figure is drawn from the store.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 
@@ -46,7 +45,8 @@ from attneb.numerics.experiments import draw_batch
 from attneb.numerics.priors import Discrete, Gaussian, GaussianMixture
 from attneb.numerics.sweep import H2Schedule, ResultStore
 from attneb.proofs_check.engine.registry import Context, Evidence, alternative, check, swap
-from attneb.proofs_check.engine.studies import STUDIES, computed, mode_name
+from attneb.proofs_check.engine.replication import plot_study
+from attneb.proofs_check.engine.studies import computed, mode_name
 from attneb.proofs_check.topics.designs import SCHEDULES
 
 SIGMA2 = 0.5
@@ -384,15 +384,6 @@ def stored_cases(store: ResultStore, quick: bool) -> dict:
     return out
 
 
-#: The figures of the study, by file name (PNG and PDF each).
-NAMES = ("E7_gaps", "E7_selection")
-
-
-def figure_paths(first: Path) -> list[Path]:
-    """The PNGs of E7 in the folder of ``first`` (the path :func:`attneb.proofs_check.topics.schedules.figures.plot_schedules` returns)."""
-    return [Path(first).with_name(f"{name}.png") for name in NAMES]
-
-
 @check("A1", "E7: annealed schedule against the fixed bandwidth at its best h2, equal depth (paired gaps to Bayes)",
        criterion=CRITERION,
        replication="subsample",
@@ -443,8 +434,7 @@ def schedule_comparison(ctx: Context) -> Evidence:
                + f". Reported, not decided on: restricted to steps <= 1 (c >= 1), the annealed flow's best mean gap on "
                  f"the selection contexts is below the fixed bandwidth's in {sum(decision['small_steps'].values())} of "
                  f"{len(decision['small_steps'])} cases ({', '.join(wins) or 'none'})")
-    figures = () if ctx.power else tuple(p.name for p in figure_paths(
-        STUDIES["E7"].plot(ctx.store_path, ctx.out, quick=ctx.quick)))
+    figures = plot_study("E7", ctx)
     return Evidence(
         passed=decision["passed"], kind="interval", summary=summary,
         data={"seeds": seeds, "checks": decision["checks"],

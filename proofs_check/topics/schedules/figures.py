@@ -9,21 +9,20 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
+from matplotlib.figure import Figure
 
 from attneb.numerics import stats
 from attneb.numerics.sweep import ResultStore
-from attneb.proofs_check.engine.plotting import GAP_LABEL, N_LABEL, colour_cycle, save
+from attneb.proofs_check.engine.plotting import GAP_LABEL, N_LABEL, colour_cycle
 from attneb.proofs_check.engine.studies import study
-from attneb.proofs_check.topics.schedules.comparison import NAMES, stored_cases
+from attneb.proofs_check.topics.schedules.comparison import stored_cases
 
 
 @study("E7", "explicit-schedule comparators: fixed bandwidth, annealed flow and oracle reverse flow at equal depth",
-       claims=("A1",))
-def draw_schedules(store: ResultStore, quick: bool, folder: Path) -> Path:
-    return plot_schedules(stored_cases(store, quick), folder)
+       claims=("A1",), files=("E7_gaps", "E7_selection"))
+def draw_schedules(store: ResultStore, quick: bool) -> tuple[Figure, Figure]:
+    return plot_schedules(stored_cases(store, quick))
 
 
 LABELS = {"paper": "fixed h2, paper's schedule", "fixed": "fixed h2, best on the grid",
@@ -34,24 +33,26 @@ LABELS = {"paper": "fixed h2, paper's schedule", "fixed": "fixed h2, best on the
 STYLES = {"paper": ":", "fixed": "-", "annealed": "-", "oracle": "--", "ideal": "-."}
 
 
-def plot_schedules(cases: dict, folder: Path) -> Path:
-    """Draw the two E7 figures into ``folder``; return the first PNG.
+def plot_schedules(cases: dict) -> tuple[Figure, Figure]:
+    """Draw the two E7 figures.
 
     Parameters
     ----------
     cases : dict
         ``(prior, N, L) -> {"selection": [...], "chosen": (h2 / sigma2, c), "runs": [scored records]}``, as
         :func:`attneb.proofs_check.topics.schedules.comparison.stored_cases` returns them.
-    folder : pathlib.Path
-    """
-    import matplotlib.pyplot as plt
 
+    Returns
+    -------
+    tuple of matplotlib.figure.Figure
+        The gaps against ``N`` and the selection runs (``E7_gaps``, ``E7_selection``).
+    """
     priors = list(dict.fromkeys(p for p, _, _ in cases))
     layers = sorted({L for _, _, L in cases})
     ns = sorted({n for _, n, _ in cases})
     colours = dict(zip(LABELS, colour_cycle()))
-    fig, axes = plt.subplots(len(layers), len(priors), figsize=(4.6 * len(priors), 3.6 * len(layers)),
-                             squeeze=False, layout="constrained", sharex=True)
+    gaps = Figure(figsize=(4.6 * len(priors), 3.6 * len(layers)), layout="constrained")
+    axes = gaps.subplots(len(layers), len(priors), squeeze=False, sharex=True)
     for i, L in enumerate(layers):
         for j, prior in enumerate(priors):
             ax = axes[i, j]
@@ -69,10 +70,10 @@ def plot_schedules(cases: dict, folder: Path) -> Path:
             ax.set_xlabel(N_LABEL, fontsize=8)
             ax.set_ylabel(GAP_LABEL if j == 0 else "", fontsize=7)
     axes[0, 0].legend(fontsize=7)
-    first = save(fig, folder, NAMES[0])
 
     largest = ns[-1]
-    fig, axes = plt.subplots(1, len(priors), figsize=(4.6 * len(priors), 3.4), squeeze=False, layout="constrained")
+    selection = Figure(figsize=(4.6 * len(priors), 3.4), layout="constrained")
+    axes = selection.subplots(1, len(priors), squeeze=False)
     for ax, prior in zip(axes[0], priors):
         for k, L in enumerate(layers):
             case = cases[(prior, largest, L)]
@@ -88,5 +89,4 @@ def plot_schedules(cases: dict, folder: Path) -> Path:
         ax.set_ylabel("mean gap to Bayes over the selection contexts", fontsize=7)
         ax.set_title(f"{prior}, N = {largest} (chosen: open markers)", fontsize=9)
         ax.legend(fontsize=7)
-    save(fig, folder, NAMES[1])
-    return first
+    return gaps, selection

@@ -9,19 +9,18 @@ mean-field layer map, where each ``N`` clumps, and Stage 2's gap to Bayes.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
+from matplotlib.figure import Figure
 
 from attneb.numerics.sweep import ResultStore
-from attneb.proofs_check.engine.plotting import GAP_LABEL, N_LABEL, colour_cycle, grouped_intervals, loglog, save
+from attneb.proofs_check.engine.plotting import GAP_LABEL, N_LABEL, colour_cycle, grouped_intervals, loglog
 from attneb.proofs_check.engine.studies import study
 from attneb.proofs_check.topics.stability import onset as e3
 
 
 @study("E3", "finite-N fluctuations against linear stability: N_c law, clump scale, mean-field variance (S1)",
-       claims=("S1",))
-def draw_stability(store: ResultStore, quick: bool, folder: Path) -> Path:
+       claims=("S1",), files=("E3_stability",))
+def draw_stability(store: ResultStore, quick: bool) -> tuple[Figure]:
     ns, seeds = e3.sizes(quick)
     runs = [r for r in e3.stored_runs(store, quick) if r["n"] in ns and r["seed"] < seeds]
     design, parsed = e3.onset_design(quick), e3.parsed_onset(store, quick)
@@ -32,11 +31,10 @@ def draw_stability(store: ResultStore, quick: bool, folder: Path) -> Path:
         raise LookupError(f"{store.path} holds no E3 records ({'quick' if quick else 'full'} mode); "
                           "run 'attneb verify' to compute them")
     decision = e3.decide_onset(onset, e3.onset_design(quick)["n"]) if onset else None
-    return plot_stability(runs, e3.prediction(), onset, decision, folder)
+    return (plot_stability(runs, e3.prediction(), onset, decision),)
 
 
-def plot_stability(runs: list[dict], prediction: dict, onset: list[dict], decision: dict | None, folder: Path,
-                   name: str = "E3_stability") -> Path:
+def plot_stability(runs: list[dict], prediction: dict, onset: list[dict], decision: dict | None) -> Figure:
     """E3: onset of fluctuations (N_c law), clump scale, and the first version's variance and risk panels.
 
     Parameters
@@ -49,11 +47,14 @@ def plot_stability(runs: list[dict], prediction: dict, onset: list[dict], decisi
         Parsed onset runs of the seeds to show (:func:`attneb.proofs_check.topics.stability.onset.parsed_onset`).
     decision : dict or None
         :func:`attneb.proofs_check.topics.stability.onset.decide_onset` on ``onset``.
-    folder : pathlib.Path
-    """
-    import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(2, 3, figsize=(16, 9))
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Six panels, 2 x 3.
+    """
+    fig = Figure(figsize=(16, 9))
+    axes = fig.subplots(2, 3)
     colours = colour_cycle()
     h2s = sorted({r["h2"] for r in onset})
     colour = dict(zip(h2s, colours))
@@ -160,4 +161,4 @@ def plot_stability(runs: list[dict], prediction: dict, onset: list[dict], decisi
     ax.legend(fontsize=8)
     fig.suptitle("E3: finite-N Stage 1 against linear stability (Gaussian prior tau2 = 1, sigma2 = 0.5)", fontsize=11)
     fig.tight_layout()
-    return save(fig, folder, name)
+    return fig

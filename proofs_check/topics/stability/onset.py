@@ -24,7 +24,6 @@ stores a larger pool of seeds and decides on subsets, :meth:`Context.subsample_s
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
 
 import numpy as np
 from scipy import optimize
@@ -37,7 +36,8 @@ from attneb.numerics.experiments import draw_batch
 from attneb.numerics.priors import Gaussian
 from attneb.numerics.sweep import ResultStore, canonical_json
 from attneb.proofs_check.engine.registry import Context, Evidence, alternative, check, swap
-from attneb.proofs_check.engine.studies import STUDIES, computed, mode_name
+from attneb.proofs_check.engine.replication import plot_study
+from attneb.proofs_check.engine.studies import computed, mode_name
 from attneb.theory import depth_noise, stability
 
 SIGMA2, TAU2, H2, ETA = 0.5, 1.0, 0.05, 0.05
@@ -498,7 +498,7 @@ def onset_confirmatory(ctx: Context) -> Evidence:
     d = decide_onset(runs, design["n"])
     if not ctx.power:
         first_version_runs(ctx)  # the figure shows them beside the onset runs
-    figures = () if ctx.power else (_draw_figure(ctx).name,)
+    figures = plot_study("E3", ctx)  # the seeds of replicate 0
     law, by_h2 = _law_text(d, runs, design)
     relative = ("" if d["coefficient"] is None else
                 f" = prediction x [{d['coefficient'].low / d['predicted']:.4f}, {d['coefficient'].high / d['predicted']:.4f}]")
@@ -556,11 +556,6 @@ def onset_of_fluctuations(ctx: Context) -> Evidence:
     )
     return Evidence(passed=d["passed"], kind="interval", summary=summary,
                     data={**_onset_data(d), "checks": {**d["law"], **d["clump"]}})
-
-
-def _draw_figure(ctx: Context) -> Path:
-    """Draw the E3 figure of this mode into the report folder (the seeds of replicate 0)."""
-    return STUDIES["E3"].plot(ctx.store_path, ctx.out, quick=ctx.quick)
 
 
 def first_version_peaks(runs: list[dict], k_star: float, replicate: int) -> list[float]:

@@ -25,7 +25,6 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import defaultdict
-from pathlib import Path
 
 import numpy as np
 from scipy import stats as scipy_stats
@@ -38,7 +37,8 @@ from attneb.numerics.sweep import ResultStore
 from attneb.numerics.training import TrainedTransformer, fit_transformer, init_params
 from attneb.numerics.transformer import TwoStageTransformer
 from attneb.proofs_check.engine.registry import Context, Evidence, alternative, check, swap
-from attneb.proofs_check.engine.studies import STUDIES, computed, mode_name
+from attneb.proofs_check.engine.replication import plot_study
+from attneb.proofs_check.engine.studies import computed, mode_name
 from attneb.theory import depth_noise, gaussian
 
 GAUSSIAN_MEAN, TAU2 = 2.0, 1.0
@@ -284,20 +284,9 @@ def _stage2_h2(run: dict) -> float:
 
 
 def _figures(ctx: Context) -> tuple[str, ...]:
-    if ctx.power:
-        return ()
-    trained_runs(ctx)
-    return tuple(p.name for p in figure_paths(STUDIES["E6"].plot(ctx.store_path, ctx.out,
-                                                                                  quick=ctx.quick)))
-
-
-#: The figures of the study, by file name (PNG and PDF each).
-NAMES = ("E6_bandwidths", "E6_depth_budget", "E6_training")
-
-
-def figure_paths(first: Path) -> list[Path]:
-    """The PNGs of E6 in the folder of ``first`` (the path :func:`attneb.proofs_check.topics.training.figures.plot_trained` returns)."""
-    return [Path(first).with_name(f"{name}.png") for name in NAMES]
+    if not ctx.power:
+        trained_runs(ctx)
+    return plot_study("E6", ctx)
 
 
 @check("T1", "E6: learned Stage-2 bandwidth within 15% of sigma2 (two-cluster prior)",

@@ -11,27 +11,27 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
+from matplotlib.figure import Figure
 
 from attneb.numerics.sweep import ResultStore
-from attneb.proofs_check.engine.plotting import colour_cycle, save
+from attneb.proofs_check.engine.plotting import colour_cycle
 from attneb.proofs_check.engine.studies import mode_name, study
 from attneb.proofs_check.topics.training import experiment
 
 
 @study("E6", "trained networks: learned bandwidths and depth budget, training curves",
-       claims=("T1", "T2", "T3"))
-def draw_trained(store: ResultStore, quick: bool, folder: Path) -> Path:
+       claims=("T1", "T2", "T3"), files=("E6_bandwidths", "E6_depth_budget", "E6_training"))
+def draw_trained(store: ResultStore, quick: bool) -> tuple[Figure, Figure, Figure]:
     records = store.records(mode_name("E6", "runs", quick))
     d = experiment.design(quick)
     runs = [records[experiment.run_key(*args)] for args in experiment.wanted_runs(d) if experiment.run_key(*args) in records]
     if not runs:
         raise LookupError(f"{store.path} holds no E6 runs of the {'quick' if quick else 'full'} mode; run "
                           "'attneb verify' to compute them")
-    return plot_trained(runs, folder, construction_ratio=experiment.construction_h2(1.0),
-                                         budget=experiment.predicted_depth_budget)
+    return plot_trained(runs, construction_ratio=experiment.construction_h2(1.0),
+                        budget=experiment.predicted_depth_budget)
 
 
 def _by_prior(runs: list[dict]) -> dict[str, list[dict]]:
@@ -41,30 +41,33 @@ def _by_prior(runs: list[dict]) -> dict[str, list[dict]]:
     return out
 
 
-def plot_trained(runs: list[dict], folder: Path, *, construction_ratio: float,
-                 budget: Callable[[float], float]) -> Path:
-    """Draw the three E6 figures into ``folder``; return the first PNG.
+def plot_trained(runs: list[dict], *, construction_ratio: float,
+                 budget: Callable[[float], float]) -> tuple[Figure, Figure, Figure]:
+    """Draw the three E6 figures.
 
     Parameters
     ----------
     runs : list of dict
         Records of :func:`attneb.proofs_check.topics.training.experiment.run_training`.
-    folder : pathlib.Path
     construction_ratio : float
         The construction's Stage-1 ``h2 / sigma2``.
     budget : callable
         The predicted depth budget as a function of ``sigma2``.
-    """
-    import matplotlib.pyplot as plt
 
+    Returns
+    -------
+    tuple of matplotlib.figure.Figure
+        The learned bandwidths, the depth budget and the training curves (``E6_bandwidths``,
+        ``E6_depth_budget``, ``E6_training``).
+    """
     colours = colour_cycle()
     priors = _by_prior(runs)
     sigma2s = sorted({run["sigma2"] for run in runs})
     colour = {s: colours[i % len(colours)] for i, s in enumerate(sigma2s)}
     markers = {1: "o", 2: "s", 3: "^"}
 
-    fig, axes = plt.subplots(1, len(priors), figsize=(5.5 * len(priors), 4), squeeze=False,
-                             layout="constrained")
+    bandwidths = Figure(figsize=(5.5 * len(priors), 4), layout="constrained")
+    axes = bandwidths.subplots(1, len(priors), squeeze=False)
     for ax, (prior, chosen) in zip(axes[0], priors.items()):
         layers = len(chosen[0]["stage1_h2"])
         for run in chosen:
@@ -82,10 +85,9 @@ def plot_trained(runs: list[dict], folder: Path, *, construction_ratio: float,
         ax.set_ylabel("learned bandwidth / sigma2")
         ax.set_title(f"{prior} prior (circles d = 1, squares d = 2)")
         ax.legend(fontsize=7)
-    first = save(fig, folder, experiment.NAMES[0])
 
-    fig, axes = plt.subplots(1, len(priors), figsize=(5.5 * len(priors), 4), squeeze=False,
-                             layout="constrained")
+    depth_budget = Figure(figsize=(5.5 * len(priors), 4), layout="constrained")
+    axes = depth_budget.subplots(1, len(priors), squeeze=False)
     grid = np.linspace(0, max(sigma2s) * 1.05, 50)
     for ax, (prior, chosen) in zip(axes[0], priors.items()):
         for run in chosen:
@@ -98,13 +100,12 @@ def plot_trained(runs: list[dict], folder: Path, *, construction_ratio: float,
         ax.set_ylabel("depth budget 2 sum_l eta_l h2_l (symlog)")
         ax.set_title(f"{prior} prior (circles d = 1, squares d = 2)")
         ax.legend(fontsize=7)
-    save(fig, folder, experiment.NAMES[1])
 
     cases = [run for run in runs if run["seed"] == 0]
     columns = len(sigma2s)
     rows = max(1, int(np.ceil(len(cases) / columns)))
-    fig, axes = plt.subplots(rows, columns, figsize=(3.2 * columns, 2.6 * rows), squeeze=False,
-                             layout="constrained")
+    training = Figure(figsize=(3.2 * columns, 2.6 * rows), layout="constrained")
+    axes = training.subplots(rows, columns, squeeze=False)
     for ax, run in zip(axes.ravel(), cases):
         curve = np.asarray(run["curve"])
         window = len(run["curve"]) and run["steps"] // len(run["curve"])
@@ -120,5 +121,4 @@ def plot_trained(runs: list[dict], folder: Path, *, construction_ratio: float,
     for ax in axes.ravel()[len(cases):]:
         ax.set_visible(False)
     axes[0, 0].legend(fontsize=6)
-    save(fig, folder, experiment.NAMES[2])
-    return first
+    return bandwidths, depth_budget, training

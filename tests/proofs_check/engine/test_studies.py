@@ -8,6 +8,7 @@ import json
 
 import numpy as np
 import pytest
+from matplotlib.figure import Figure
 
 from attneb.numerics import flow, kernels, sweep
 from attneb.proofs_check import cli
@@ -39,11 +40,15 @@ def test_every_study_has_a_check_and_a_figure():
 
 
 def assert_figure_drawn_and_redrawn(tmp_path, study, capsys):
-    """The study's figure is in the report, and ``attneb plot`` draws it again from the store."""
+    """The study's figure is in the report, ``attneb plot`` draws it again from the store, and
+    :meth:`Study.figures` returns it as a Figure."""
     claim_id, prefix = CHECKS[study]
     entry = evidence_of(tmp_path, claim_id, prefix)
     assert entry["status"] == "pass", entry.get("error") or entry["summary"]
     [figure] = entry["figures"]
+    assert [figure] == [f"{name}.png" for name in STUDIES[study].files]
+    [drawn] = STUDIES[study].figures(tmp_path / "results.sqlite", quick=True)
+    assert isinstance(drawn, Figure)
     assert (tmp_path / figure).is_file() and (tmp_path / figure).with_suffix(".pdf").is_file()
     assert f"![{entry['check']}]({figure})" in (tmp_path / "report.md").read_text()
     again = tmp_path / "redrawn"

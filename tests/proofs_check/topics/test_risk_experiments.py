@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 import pytest
+from matplotlib.figure import Figure
 
 from attneb.numerics import flow, stats, sweep
 from attneb.proofs_check.engine import replication, studies
@@ -178,6 +179,28 @@ def test_the_figures_take_the_student_t_sweeps_the_store_holds(store):
         assert replication.stored_if_run(recovery.student_recovery_configs(False), opened) == {}
 
 
+@pytest.mark.parametrize("name", ["E1", "E2", "E4", "E5"])
+def test_a_study_returns_its_figures_without_writing_files(name, ctx):
+    before = sorted(ctx.out.iterdir())
+    figures = studies.STUDIES[name].figures(ctx.store_path, quick=True)
+    assert len(figures) == len(studies.STUDIES[name].files) == 1
+    assert isinstance(figures[0], Figure) and figures[0].axes
+    assert sorted(ctx.out.iterdir()) == before
+
+
+def test_the_e5_panel_is_drawn_into_a_given_axes_or_a_figure_of_its_own(ctx):
+    with sweep.ResultStore(ctx.store_path) as opened:
+        rows = designs.labelled(replication.stored(attention_checks.clean_configs(True), opened),
+                                designs.RECOVERY_PRIORS)
+    alone = attention_checks.plot_clean_context(rows)
+    assert isinstance(alone, Figure) and len(alone.axes) == 1
+    fig = Figure()
+    left, right = fig.subplots(1, 2)
+    assert attention_checks.plot_clean_context(rows, ax=right) is fig
+    assert not left.has_data() and right.has_data() and len(fig.axes) == 2
+    assert right.get_legend_handles_labels()[1] == alone.axes[0].get_legend_handles_labels()[1] == list(rows)
+
+
 def test_student_t_priors_have_variance_one_like_the_gaussian_of_e1_and_e4():
     variances = [spec["scale"] ** 2 * spec["df"] / (spec["df"] - 2) for _, spec in designs.STUDENT_T_PRIORS.values()]
     assert [spec["df"] for _, spec in designs.STUDENT_T_PRIORS.values()] == [3.0, 5.0]
@@ -281,7 +304,8 @@ def test_decisions_use_the_subsample_and_figures_the_intended_seeds(tmp_path, mo
     with sweep.ResultStore(tmp_path / "results.sqlite") as store:
         assert {r["seed"] for r in store.rows()} == set(range(6))  # the pool is kept
         assert {r["seed"] for r in replication.stored(attention_checks.clean_configs(True), store)["gaussian"]} == {0, 1}
-    assert studies.STUDIES["E5"].plot(tmp_path / "results.sqlite", tmp_path, quick=True).is_file()
+    [png] = studies.STUDIES["E5"].plot(tmp_path / "results.sqlite", tmp_path, quick=True)
+    assert png.name == "E5_clean_context.png" and png.is_file() and png.with_suffix(".pdf").is_file()
 
 
 # --------------------------------------------------------------------------------------------

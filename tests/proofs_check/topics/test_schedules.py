@@ -164,9 +164,9 @@ def test_a_store_without_e7_runs_is_named(tmp_path):
 def test_the_figures_are_drawn_from_the_store_and_the_table_is_in_the_report(small):
     ctx, _ = small
     runs = comparison.e7_runs(ctx)  # stored in the fixture's folder (computed here if this test runs alone)
-    first = STUDIES["E7"].plot(ctx.store_path, ctx.out / "figures", quick=True)
-    assert [p.name for p in comparison.figure_paths(first)] == ["E7_gaps.png", "E7_selection.png"]
-    assert all(p.is_file() and p.with_suffix(".pdf").is_file() for p in comparison.figure_paths(first))
+    pngs = STUDIES["E7"].plot(ctx.store_path, ctx.out / "figures", quick=True)
+    assert [p.name for p in pngs] == ["E7_gaps.png", "E7_selection.png"]
+    assert all(p.is_file() and p.with_suffix(".pdf").is_file() for p in pngs)
     assert comparison.table(comparison.decide(runs, list(range(6)))).count("\n") == 2  # head, rule, one case
 
 

@@ -137,9 +137,12 @@ def test_verify_draws_the_figures_and_plot_redraws_them(tmp_path, capsys):
     assert entry["evidence"][0]["figures"] == ["E6_bandwidths.png", "E6_depth_budget.png", "E6_training.png"]
     assert "| two-cluster | 1 | 0.5 | 0 |" in entry["evidence"][0]["markdown"]
     again = tmp_path / "again"
+    capsys.readouterr()
     assert cli.main(["plot", "E6", "--quick", "--store", str(tmp_path / "results.sqlite"), "--out", str(again)]) == 0
     assert all((again / f"{name}.{ext}").is_file() for name in ("E6_bandwidths", "E6_depth_budget", "E6_training")
                for ext in ("png", "pdf"))
+    assert capsys.readouterr().out.splitlines() == [f"E6: {again / name}.png and {again / name}.pdf"
+                                                    for name in ("E6_bandwidths", "E6_depth_budget", "E6_training")]
     assert cli.main(["plot", "E6", "--store", str(tmp_path / "results.sqlite"), "--out", str(again)]) == 2
     assert "no E6 runs of the full mode" in capsys.readouterr().err
 
