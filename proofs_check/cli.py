@@ -278,7 +278,7 @@ def add_verify_arguments(parser: argparse.ArgumentParser) -> None:
                         "bound the precision of their size and power")
     parser.add_argument("--load", nargs="+", metavar="MODULE",
                         help="import these modules or .py files first: they may register claims, checks and "
-                        "alternatives of their own (see README, 'Adding a claim')")
+                        "alternatives of their own (see docs/extending.md)")
     parser.set_defaults(func=_verify)
 
 

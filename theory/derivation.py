@@ -947,6 +947,17 @@ def check_equation(eq, *, how=None, given=(), route=None, seed=0, time_limit=TIM
     return outcome[0]
 
 
+@functools.lru_cache(maxsize=_EVALUATIONS_KEPT)
+def _checked_item(eq, how, given, route, seed: int, time_limit: float | None):
+    """:func:`check_equation` of an item, kept for the next item with the same content and seed.
+
+    A derivation's mutants share all but one item with it (same name and index, so the same seed),
+    and the check of each mutant would otherwise check every unchanged item again: a true item that
+    sympy cannot reduce would wait out its time limit once per mutant.
+    """
+    return check_equation(eq, how=how, given=given, route=route, seed=seed, time_limit=time_limit)
+
+
 # --------------------------------------------------------------------------- printing
 
 _TEXT_ESCAPES = {"\\": r"\backslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
@@ -1103,8 +1114,8 @@ class Derivation:
             raise TypeError(f"progress must be callable or None, got {progress!r}")
         seed = zlib.crc32(f"{self.name}:{kind}:{index}".encode())
         start = time.perf_counter()
-        method, detail, residual, tol = check_equation(item.eq, how=item.how, given=item.given, route=item.route,
-                                                       seed=seed, time_limit=time_limit)
+        method, detail, residual, tol = _checked_item(item.eq, item.how, item.given, item.route, seed,
+                                                      _checked_time_limit(time_limit))
         if progress is not None:
             progress(kind, index, method, time.perf_counter() - start)
         relation = item.relation if kind == "claim" else "="

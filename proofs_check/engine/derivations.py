@@ -23,6 +23,8 @@ from .registry import Alternative, Context, Evidence, alternative, check, source
 
 #: Name -> function building the derivation. Read at call time, so that a mutant can stand in.
 BUILDERS: dict[str, Callable[[], theory.Derivation]] = {}
+#: Name -> the time limit of each item's check, seconds (:meth:`attneb.theory.Derivation.check`).
+TIME_LIMITS: dict[str, float | None] = {}
 #: Claim id -> the names of the derivations registered as its checks, in order.
 CLAIM_DERIVATIONS: dict[str, list[str]] = {}
 #: The swap target of every mutant alternative: :data:`BUILDERS`, named from this module's own name.
@@ -33,7 +35,7 @@ def _checked(name: str, ctx: Context):
     derivation = BUILDERS[name]()
     key = ("derivation", name, id(derivation))
     if key not in ctx.cache:
-        ctx.cache[key] = (derivation, derivation.check())
+        ctx.cache[key] = (derivation, derivation.check(time_limit=TIME_LIMITS[name]))
     return ctx.cache[key]
 
 
@@ -91,17 +93,20 @@ def theory_derivation(name: str) -> Callable[[], theory.Derivation]:
     return build
 
 
-def register_derivation(name: str, build: Callable[[], theory.Derivation], claim_ids: Sequence[str]) -> None:
+def register_derivation(name: str, build: Callable[[], theory.Derivation], claim_ids: Sequence[str], *,
+                        time_limit: float | None = theory.TIME_LIMIT) -> None:
     """Register derivation ``build()`` as a check of every claim in ``claim_ids``.
 
     Its wrong theories are its claims mutated one at a time; the check fails when any step or
-    claim fails. ``build`` should cache its result (it is called at every check). A derivation that
-    bears on claims of several topics is registered by each, with the same ``build``
-    (:func:`theory_derivation` for those of :mod:`attneb.theory`); another ``build`` under a name
-    already taken is an error.
+    claim fails. ``build`` should cache its result (it is called at every check). ``time_limit``
+    bounds the check of each item, in seconds (past it sympy's reductions are abandoned and the
+    numeric evaluation decides; None: no limit). A derivation that bears on claims of several
+    topics is registered by each, with the same ``build`` (:func:`theory_derivation` for those of
+    :mod:`attneb.theory`); another ``build`` under a name already taken is an error.
     """
     if BUILDERS.setdefault(name, build) is not build:
         raise ValueError(f"a different derivation named {name!r} is already registered")
+    TIME_LIMITS[name] = time_limit
     alternatives = _mutant_alternatives(name)
     for claim_id in claim_ids:
         CLAIM_DERIVATIONS.setdefault(claim_id, []).append(name)
