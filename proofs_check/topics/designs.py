@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import math
 
+#: The noise variance of every risk experiment.
 SIGMA2 = 0.5
-
 
 #: Bandwidth schedules along which N grows (T = T*(h2) = sigma2 / (2 h2) throughout).
 #: "log" keeps N far above the stability bound (S1): N_c = exp(2 sigma2 / (e h2)) = N^(1/2);
@@ -34,7 +34,7 @@ def fast_options(estimators) -> dict:
 #: The asymptotic regime of the stability bound S1, with margin: N >= REGIME * N_c.
 REGIME = 10.0
 
-
+#: The three priors of E1 (recovery) and E5 (clean context).
 RECOVERY_PRIORS = {
     "gaussian": ("Gaussian N(0, 1)", {"family": "Gaussian", "mean": [0.0], "var": 1.0}),
     "clusters": ("two clusters at +-2, var 0.25", {"family": "GaussianMixture", "means": [[-2.0], [2.0]], "var": 0.25}),
@@ -66,5 +66,6 @@ STUDENT_T_PRIORS = {
 TABLE_ESTIMATORS = ("two-stage", "stage-two-only", "tweedie-kde", "linear", "npmle", "oracle")
 
 
-def labelled(rows_by_part, priors):
+def labelled(rows_by_part: dict[str, list[dict]], priors: dict) -> dict[str, list[dict]]:
+    """The rows of each part under its prior's label (``priors[part][0]``), for a figure's legend."""
     return {priors[part][0]: rows for part, rows in rows_by_part.items()}

@@ -230,6 +230,27 @@ def test_the_example_claim_runs_with_its_power(tmp_path, capsys):
     assert checks["derivation 'translation' (sympy)"]["meets_goal"]
 
 
+@pytest.mark.slow  # 40 s: its inequality is decided numerically after a 10 s time limit, then eight replicates
+def test_the_newcomers_example_claim_passes_with_its_power(tmp_path, capsys):
+    saved = set(CLAIMS)
+    from attneb.proofs_check.engine import derivations
+
+    builders = dict(derivations.BUILDERS)
+    try:
+        code = cli.main(["verify", "--quick", "--workers", "1", "--out", str(tmp_path), "--load",
+                         "examples/stage2_monotone.py", "--only", "M1", "--power", "--replicates", "3"])
+    finally:
+        for cid in set(CLAIMS) - saved:
+            del CLAIMS[cid]
+        derivations.BUILDERS.clear()
+        derivations.BUILDERS.update(builders)
+    assert code == 0, capsys.readouterr().out
+    report = json.loads((tmp_path / "report.json").read_text())
+    (derivation, numeric) = report["claims"][0]["evidence"]
+    assert derivation["data"]["methods"]["numeric"] >= 1 and "numeric" in derivation["summary"]  # the inequality
+    assert all(c["meets_goal"] for c in report["power"]["checks"])
+
+
 def test_swaps_are_restored_even_when_building_one_fails():
     import attneb.numerics.flow as flow
 
