@@ -34,6 +34,7 @@ from attneb import theory
 __all__ = [
     "CLAIMS",
     "KINDS",
+    "PACKAGES_ROOT",
     "REPLICATIONS",
     "SEED_STRIDE",
     "Alternative",
@@ -56,15 +57,16 @@ SEED_STRIDE = 100_003
 
 #: The folder holding the toolkit's packages (``theory/``, ``numerics/``, ``proofs_check/``): where-paths are
 #: relative to it (in a checkout, the repository; installed, the ``attneb`` folder of site-packages).
-_PACKAGES_ROOT = Path(__file__).resolve().parents[2]
+PACKAGES_ROOT = Path(__file__).resolve().parents[2]
 
 
 def _relative(path: str) -> str:
+    """``path`` relative to the toolkit's folder, else to the current folder (a user's file), else as it is."""
     resolved = Path(path).resolve()
-    try:
-        return str(resolved.relative_to(_PACKAGES_ROOT))
-    except ValueError:
-        return str(path)
+    for root in (PACKAGES_ROOT, Path.cwd()):
+        if resolved.is_relative_to(root):
+            return str(resolved.relative_to(root))
+    return str(path)
 
 
 def source_of(obj: Any) -> str:

@@ -12,12 +12,12 @@ import pytest
 
 from attneb.proofs_check import cli
 from attneb.proofs_check.engine import show
-from attneb.proofs_check.engine.registry import _PACKAGES_ROOT, CLAIMS
+from attneb.proofs_check.engine.registry import CLAIMS, PACKAGES_ROOT
 
 
 def _line_of(where: str) -> str:
     path, line = where.rsplit(":", 1)
-    return (_PACKAGES_ROOT / path).read_text().splitlines()[int(line) - 1]
+    return (PACKAGES_ROOT / path).read_text().splitlines()[int(line) - 1]
 
 
 def test_every_claim_and_check_says_where_it_is_registered():
