@@ -23,7 +23,8 @@ claim(
     "than the annealed flow on average at the largest N, and the annealed flow has a gap more than 10% below it in no "
     "case (E7's second comparison, on fresh contexts). The comparators are what they say: the annealed flow is its "
     "stated layers, and the oracle reverse flow (the prior's exact posterior mean at the remaining noise level) "
-    "converges at first order to the map that transports the noisy law onto the prior. Which of the tuned fixed "
+    "converges at first order to the map that transports the noisy law onto the prior (on the Gaussian and "
+    "two-cluster priors; the comparison's own wrapper of the flows is not checked). Which of the tuned fixed "
     "bandwidth's choices (its horizon, its bandwidth or its step) makes it win is not isolated by these checks "
     "(reported, not decided).",
     ("1-D priors: Gaussian, two clusters, three atoms", "sigma2 = 0.5, L in {4, 16}",
