@@ -25,4 +25,5 @@ def test_python_example_runs_and_lands_near_bayes(capsys):
     out = capsys.readouterr().out
     gap = float(re.search(r"gap to Bayes\s*:\s*(\S+)", out).group(1))
     mse_bayes = float(re.search(r"MSE  Bayes\s*:\s*(\S+)", out).group(1))
-    assert 0 < gap < 0.1 * mse_bayes
+    # the bound is the mean + 3 sd of gap / Bayes MSE over seeds 0-19 of this example (0.029 + 3 x 0.0071; seed 0: 0.032)
+    assert 0 < gap < 0.05 * mse_bayes

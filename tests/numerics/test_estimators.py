@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+from scipy import stats
 
 from attneb.numerics import estimators, experiments, flow, gpu, kernels, priors
 from attneb.numerics.validation import NotFittedError
@@ -119,11 +120,33 @@ def test_linear_shrinkage_reaches_bayes_for_a_gaussian_prior():
     assert gap < 1e-3
 
 
+def _two_clusters_posterior_mean(noisy, centres, var, sigma2):
+    """``E[x | xt]`` under the equal-weight mixture of ``N(c, var)`` in 1-D, in closed form with scipy.stats.norm."""
+    y = noisy[:, 0]
+    evidence = np.stack([stats.norm.pdf(y, c, np.sqrt(var + sigma2)) for c in centres], axis=1)
+    component_means = np.stack([c + var / (var + sigma2) * (y - c) for c in centres], axis=1)
+    return (np.sum(evidence * component_means, axis=1) / evidence.sum(axis=1))[:, None]
+
+
 def test_risk_records_are_reproducible_and_oracle_has_no_gap():
     prior = priors.GaussianMixture(np.array([[-2.0], [2.0]]), var=0.25)
     ests = {"oracle": estimators.OracleBayes(prior, SIGMA2), "L=0": estimators.StageTwoOnly(SIGMA2)}
     a = experiments.risk_records(ests, prior, SIGMA2, 300, [0, 1])
     b = experiments.risk_records(ests, prior, SIGMA2, 300, [0, 1])
     assert a == b
-    assert all(r.gap == 0.0 for r in a if r.estimator == "oracle")
+    assert [(r.estimator, r.seed) for r in a] == [(e, s) for s in (0, 1) for e in ests]
+    for r in a:
+        # every number recomputed against the closed-form Bayes posterior mean (not the prior's posterior_mean)
+        clean, noisy = experiments.draw_batch(prior, SIGMA2, 300, r.seed)
+        q_clean, q_noisy = experiments.draw_queries(prior, SIGMA2, 300, r.seed)
+        bayes, q_bayes = (_two_clusters_posterior_mean(x, (-2.0, 2.0), 0.25, SIGMA2) for x in (noisy, q_noisy))
+        est = ests[r.estimator].fit_denoise(noisy)
+        oos = ests[r.estimator].denoise(q_noisy)
+        if r.estimator == "oracle":  # the oracle is the Bayes posterior mean: no gap, up to rounding
+            np.testing.assert_allclose(np.c_[est, oos], np.c_[bayes, q_bayes], rtol=0, atol=1e-12)
+        # the records hold these errors, to rounding
+        assert (r.mse, r.oos_mse) == pytest.approx((np.mean((est - clean) ** 2), np.mean((oos - q_clean) ** 2)),
+                                                   rel=1e-12)
+        assert (r.gap, r.oos_gap) == pytest.approx((np.mean((est - bayes) ** 2), np.mean((oos - q_bayes) ** 2)),
+                                                   rel=1e-9, abs=1e-22)
     assert all(r.gap > 0.0 for r in a if r.estimator == "L=0")

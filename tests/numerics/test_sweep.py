@@ -482,6 +482,18 @@ def test_ctrl_c_stops_and_resumes(tmp_path):
     check_resume(tmp_path, path, count_rows(path))
 
 
+def spawned_workers(pid: int) -> list[int]:
+    """The children of ``pid`` that multiprocessing spawned as workers (``--multiprocessing-fork`` ends their command)."""
+    workers = []
+    for child in children_of(pid):
+        try:
+            if b"--multiprocessing-fork" in Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0"):
+                workers.append(child)
+        except FileNotFoundError:  # ended since it was listed
+            pass
+    return workers
+
+
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc to find worker processes")
 @pytest.mark.parametrize(
     "sig", [signal.SIGKILL, pytest.param(signal.SIGINT, marks=pytest.mark.slow)], ids=["SIGKILL", "SIGINT"]
@@ -490,7 +502,9 @@ def test_pool_interrupted_leaves_no_workers(tmp_path, sig):
     path = tmp_path / "pool.sqlite"
     proc = start_child(path, workers=2)
     wait_for_rows(proc, path, at_least=4)
-    workers = children_of(proc.pid)
+    workers = spawned_workers(proc.pid)
+    # the pool's two workers, seen running (an empty list would make the check below pass on nothing)
+    assert len(workers) == 2 and all(alive(p) for p in workers), children_of(proc.pid)
     proc.send_signal(sig)
     proc.communicate(timeout=30)
     deadline = time.monotonic() + 10

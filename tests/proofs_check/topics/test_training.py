@@ -4,6 +4,7 @@ import json
 
 import numpy as np
 import pytest
+from scipy import special
 
 from attneb.numerics import training
 from attneb.proofs_check import cli
@@ -162,9 +163,35 @@ def test_training_that_climbs_the_loss_answers_no_to_t3(tmp_path, monkeypatch, c
     assert "T3   ANSWER NO" in capsys.readouterr().out
 
 
-def test_tuned_construction_is_the_best_grid_point_and_reproducible():
+def _construction_risk_by_hand(clean, noisy, h2, eta, sigma2):
+    """Mean squared error of the two-stage construction (``N_LAYERS`` layers), written out with scipy's softmax.
+
+    Each layer moves every token by ``eta`` towards its attention average at bandwidth ``h2`` over the current
+    tokens; Stage 2 queries the refined tokens with the noisy ones at bandwidth ``sigma2``.
+    """
+    risks = []
+    for x0, x_clean in zip(noisy, clean):
+        x = x0
+        for _ in range(experiment.N_LAYERS):
+            x = x + eta * (special.softmax(-np.sum((x[:, None] - x[None]) ** 2, axis=2) / (2 * h2), axis=1) @ x - x)
+        out = special.softmax(-np.sum((x0[:, None] - x[None]) ** 2, axis=2) / (2 * sigma2), axis=1) @ x
+        risks.append(np.mean((out - x_clean) ** 2))
+    return np.mean(risks)
+
+
+def test_tuned_construction_is_the_best_grid_point_and_reproducible(monkeypatch):
+    seen = []
+    real = experiment._contexts_of
+    monkeypatch.setattr(experiment, "_contexts_of", lambda *args: seen.append(real(*args)) or seen[-1])
     h2, eta = experiment.tuned_construction("two-cluster", 1, 0.5)
-    assert h2 / 0.5 in experiment.TUNING_H2 and eta in experiment.TUNING_ETA
+    [(clean, noisy)] = seen  # the tuning contexts it scored
+    assert noisy.shape == (experiment.TUNING_CONTEXTS, experiment.N_TOKENS, 1)
+    risks = {(ratio * 0.5, step): _construction_risk_by_hand(clean, noisy, ratio * 0.5, step, 0.5)
+             for ratio in experiment.TUNING_H2 for step in experiment.TUNING_ETA}
+    best, runner_up = sorted(risks, key=risks.get)[:2]
+    # the least risk is decided: the next grid point's risk is higher by far more than rounding (1e-12)
+    assert risks[runner_up] - risks[best] > 1e-6 * risks[best]
+    assert (h2, eta) == best
     assert experiment.tuned_construction("two-cluster", 1, 0.5) == (h2, eta)
 
 
