@@ -2,7 +2,12 @@
 
 :func:`time_limit` starts a watchdog thread; if the block is still running when the limit
 passes, the watchdog raises :class:`TimeLimitExceeded` in the thread that runs the block, with
-CPython's ``PyThreadState_SetAsyncExc`` (through :mod:`ctypes`). Unlike ``signal.SIGALRM`` and
+CPython's ``PyThreadState_SetAsyncExc`` (through :mod:`ctypes`). The limit is on the CPU time
+of the thread that runs the block (its POSIX thread CPU clock), not on the wall clock, so that an
+outcome does not depend on how loaded the machine is (a sympy reduction that takes 10 s of CPU
+took 36 s of wall time beside four other processes on 2 cores); where there is no thread CPU
+clock (``time.pthread_getcpuclockid`` is missing, as on Windows) it is on the wall clock. A
+block that waits (``time.sleep``, I/O) spends no CPU time and is not stopped. Unlike ``signal.SIGALRM`` and
 ``setitimer``, which interrupt only the main thread and allow one alarm per process, this works
 in any thread: in the main thread of ``attneb verify`` and of its worker processes (where
 derivation checks run, :mod:`attneb.proofs_check.engine.shared_pool`), in a thread of a notebook or of
@@ -27,15 +32,27 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 
 from sympy.core.parameters import global_parameters
 
 __all__ = ["TimeLimitExceeded", "time_limit"]
 
+#: Seconds between two readings of the watched thread's CPU clock.
+POLL = 0.05
+
 
 class TimeLimitExceeded(BaseException):
     """Raised inside a block that ran past its :func:`time_limit`."""
+
+
+def _cpu_clock() -> Callable[[], float]:
+    """The calling thread's CPU time in seconds, readable from another thread (the wall clock where there is none)."""
+    if not hasattr(time, "pthread_getcpuclockid"):
+        return time.monotonic
+    clock = time.pthread_getcpuclockid(threading.get_ident())
+    return lambda: time.clock_gettime(clock)
 
 
 def _raise_in(thread_id: int, exception: type[BaseException] | None) -> None:
@@ -46,12 +63,13 @@ def _raise_in(thread_id: int, exception: type[BaseException] | None) -> None:
 
 @contextlib.contextmanager
 def time_limit(seconds: float | None) -> Iterator[None]:
-    """Raise :class:`TimeLimitExceeded` in the block if it is still running after ``seconds``.
+    """Raise :class:`TimeLimitExceeded` in the block if it is still running after ``seconds`` of its thread's CPU time.
 
     Parameters
     ----------
     seconds : float or None
-        The limit, > 0; None: no limit (no watchdog is started).
+        The limit, > 0, in CPU seconds of the thread that runs the block (wall seconds where
+        the platform has no thread CPU clock); None: no limit (no watchdog is started).
 
     Notes
     -----
@@ -65,14 +83,17 @@ def time_limit(seconds: float | None) -> Iterator[None]:
         yield
         return
     target = threading.get_ident()
+    clock = _cpu_clock()
+    deadline = clock() + seconds
     parameters = dict(vars(global_parameters))
     lock = threading.Lock()
     state = {"armed": True, "fired": False}
     finished = threading.Event()
 
     def watch():
-        if finished.wait(seconds):
-            return
+        while (left := deadline - clock()) > 0:
+            if finished.wait(min(left, POLL) if clock is not time.monotonic else left):
+                return
         with lock:
             if state["armed"]:
                 _raise_in(target, TimeLimitExceeded)

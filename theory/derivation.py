@@ -42,7 +42,8 @@ terms); *numerically* when ``d`` relative to the size of the two sides is
 random point, reported as numeric, not a proof.
 
 Each item has a time limit (``time_limit`` of :meth:`Derivation.check`,
-default :data:`TIME_LIMIT` seconds, for everything its check does). When it
+default :data:`TIME_LIMIT` seconds of the checking thread's CPU time, so the
+same on a loaded machine, for everything its check does). When it
 passes before sympy has decided, the symbolic reductions are abandoned and the
 numeric evaluation decides: the item is reported numeric, the detail saying
 that the symbolic reduction did not finish, or failed where no numeric value
@@ -116,8 +117,9 @@ NUMERIC_TOLERANCE = 1e-25
 QUADRATURE_DIGITS = 20
 QUADRATURE_POINTS = 4
 QUADRATURE_TOLERANCE = 1e-15
-#: Seconds an item's check may take before its symbolic reductions are abandoned: several times
-#: the slowest item of the toolkit's derivations (anisotropic's claim 9, about 11 s on a 2-core VM).
+#: CPU seconds an item's check may take before its symbolic reductions are abandoned: several times
+#: the slowest item of the toolkit's derivations (anisotropic's claim 9, about 10 s of CPU on a 2-core VM,
+#: 36 s of wall time beside four other processes: a wall-clock limit failed it in a loaded verify).
 TIME_LIMIT = 60.0
 _SUM_SIZES = (1, 2, 3, 4)
 _GIVEN_PASSES = 4
@@ -660,8 +662,8 @@ class _Component:
         if self.result is not None:
             return self.result
         if self.route == "mpmath":
-            return "failed", f"mpmath quadrature/differentiation did not finish within {limit:g} s", None, None
-        late = f"the symbolic reduction did not finish within {limit:g} s"
+            return "failed", f"mpmath quadrature/differentiation did not finish within {limit:g} s of CPU time", None, None
+        late = f"the symbolic reduction did not finish within {limit:g} s of CPU time"
         if self.value is _UNSET:
             return "failed", self.prefix + f"{late}, nor the numeric evaluation", None, None
         if self.value is None:
@@ -917,7 +919,8 @@ def check_equation(eq, *, how=None, given=(), route=None, seed=0, time_limit=TIM
     seed : int
         Seed of the random points of the numeric checks.
     time_limit : float or None
-        Seconds for the whole check, > 0 (default :data:`TIME_LIMIT`); None: no limit.
+        CPU seconds of the checking thread for the whole check, > 0 (default :data:`TIME_LIMIT`);
+        None: no limit.
 
     Returns
     -------
@@ -1104,7 +1107,7 @@ class Derivation:
         index : int
             1-based.
         time_limit : float or None
-            Seconds the item's check may take (default :data:`TIME_LIMIT`); past it the symbolic
+            CPU seconds the item's check may take (default :data:`TIME_LIMIT`); past it the symbolic
             reductions are abandoned and the numeric evaluation decides (module docstring). None: no limit.
         progress : callable, optional
             Called as ``progress(kind, index, method, seconds)`` when the item is checked.
