@@ -14,7 +14,38 @@ import attneb
 __all__ = ["EXIT_CLOSED_PIPE", "main", "run_command"]
 
 
+def _reuse_other_code(args: argparse.Namespace) -> None:
+    """``--reuse-other-code``: every store this process and its workers open reads results of other code."""
+    from attneb.numerics.sweep import REUSE_VARIABLE
+
+    if args.reuse_other_code:
+        os.environ[REUSE_VARIABLE] = "1"
+
+
+def _other_code_notice(command: str, paths: list[Path]) -> str | None:
+    """A plain sentence when the stores at ``paths`` hold results computed by other code, else ``None``."""
+    from attneb.numerics.sweep import ResultStore
+
+    held = {}
+    for path in paths:
+        with ResultStore(path) as store:
+            for codes in store.other_code().values():
+                for code, n in codes.items():
+                    held[code] = held.get(code, 0) + n
+            current, reuse = store.code, store.reuse_other_code
+    if not held:
+        return None
+    what = ", ".join(f"{n} by {code}" for code, n in sorted(held.items()))
+    where = paths[0] if len(paths) == 1 else f"the {len(paths)} stores under {paths[0].parent}"
+    if reuse:
+        return (f"attneb {command}: {where} holds {sum(held.values())} results computed by other code ({what}); "
+                f"--reuse-other-code: they are used where this code ({current}) has none, and the report says which")
+    return (f"attneb {command}: {where} holds {sum(held.values())} results computed by other code ({what}); "
+            f"this code ({current}) computes them again (--reuse-other-code would use them instead)")
+
+
 def _verify(args: argparse.Namespace) -> int:
+    _reuse_other_code(args)
     if args.workers > 1:
         from .engine.shared_pool import start_server
 
@@ -31,12 +62,16 @@ def _verify(args: argparse.Namespace) -> int:
     except (ImportError, FileNotFoundError, ValueError) as exc:
         print(f"attneb verify: {exc}", file=sys.stderr)
         return 2
+    notice = _other_code_notice("verify", sorted(out.rglob("*.sqlite"))) if out.is_dir() else None
+    if notice:
+        print(notice, flush=True)
     print(f"attneb verify ({mode}): checking claims, one line each as it completes", flush=True)
     start = time.perf_counter()
     cache: dict = {}
     try:
         results = run(args.only, quick=args.quick, out=out, workers=args.workers, cache=cache,
-                      sources=args.load or (), on_claim=lambda r: print(claim_line(r), flush=True))
+                      sources=args.load or (), superseded=args.superseded,
+                      on_claim=lambda r: print(claim_line(r), flush=True))
     except ValueError as exc:
         print(f"attneb verify: {exc}", file=sys.stderr)
         return 2
@@ -50,7 +85,8 @@ def _verify(args: argparse.Namespace) -> int:
         replicates = {**({"seeds": args.replicates, "subsample": args.replicates} if args.replicates else {}),
                       **({"pool": args.pool} if args.pool else {})} or None
         power = analyse(args.only, quick=args.quick, out=out, workers=args.workers, cache=cache,
-                        replicates=replicates, on_check=lambda r: print(power_line(r), flush=True))
+                        replicates=replicates, superseded=args.superseded,
+                        on_check=lambda r: print(power_line(r), flush=True))
         power_seconds = time.perf_counter() - start
     report = write_report(results, out, quick=args.quick, seconds=seconds, power=power, power_seconds=power_seconds)
     failed = defects(report)
@@ -143,7 +179,11 @@ def _show(args: argparse.Namespace) -> int:
 def _sweep(args: argparse.Namespace) -> int:
     from attneb.numerics.sweep import sweep_file
 
+    _reuse_other_code(args)
     try:
+        notice = _other_code_notice("sweep", [Path(args.store)]) if Path(args.store).is_file() else None
+        if notice:
+            print(notice, flush=True)
         summary = sweep_file(args.config, args.store, workers=args.workers, csv_path=args.csv,
                              scheduler=args.scheduler)
     except (ValueError, FileNotFoundError, ImportError, OSError) as exc:
@@ -161,6 +201,7 @@ def _plot(args: argparse.Namespace) -> int:
     if args.name not in STUDIES:
         print(f"attneb plot: unknown experiment {args.name!r}; known: {', '.join(STUDIES)}", file=sys.stderr)
         return 2
+    _reuse_other_code(args)
     out = Path(args.out) if args.out else Path(args.store).parent
     try:
         pngs = STUDIES[args.name].plot(Path(args.store), out, quick=args.quick)
@@ -202,7 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="print one line of sympy text per relation (the default when the output is not a terminal)")
     form.add_argument("--latex", action="store_true", help="print LaTeX (an aligned block) instead of text")
     derive.add_argument("--time-limit", type=float, metavar="SECONDS",
-                        help="seconds per step or claim before its symbolic reduction is abandoned and its numeric "
+                        help="CPU seconds per step or claim before its symbolic reduction is abandoned and its numeric "
                         "evaluation decides (default: attneb.theory.TIME_LIMIT)")
     derive.set_defaults(func=_derive)
     show = sub.add_parser(
@@ -242,6 +283,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="run on an existing dask.distributed cluster, e.g. tcp://HOST:8786 (extra 'dist'); "
                        "this process writes the store as results arrive")
     sweep.add_argument("--csv", help="also export the experiment's rows to this CSV file")
+    sweep.add_argument("--reuse-other-code", action="store_true", help=_REUSE_HELP)
     sweep.set_defaults(func=_sweep)
     plot = sub.add_parser(
         "plot",
@@ -253,6 +295,7 @@ def build_parser() -> argparse.ArgumentParser:
     plot.add_argument("--store", required=True, help="the store of a verify run, e.g. attneb-report/results.sqlite")
     plot.add_argument("--quick", action="store_true", help="draw the results of 'verify --quick' (default: full)")
     plot.add_argument("--out", help="folder for the figures (default: the store's folder)")
+    plot.add_argument("--reuse-other-code", action="store_true", help=_REUSE_HELP)
     plot.set_defaults(func=_plot)
     return parser
 
@@ -279,7 +322,16 @@ def add_verify_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--load", nargs="+", metavar="MODULE",
                         help="import these modules or .py files first: they may register claims, checks and "
                         "alternatives of their own (see docs/extending.md)")
+    parser.add_argument("--superseded", action="store_true",
+                        help="also run (and, with --power, measure) the superseded checks: criteria replaced by later "
+                        "ones, kept in the report for their history; by default each is listed as 'not run' with its "
+                        "last result from the report it replaces")
+    parser.add_argument("--reuse-other-code", action="store_true", help=_REUSE_HELP)
     parser.set_defaults(func=_verify)
+
+
+_REUSE_HELP = ("use stored results that other code (an earlier version of the toolkit's source) computed, where this "
+               "code has none; by default they are computed again (every stored result names its code)")
 
 
 def _positive_int(text: str) -> int:

@@ -11,6 +11,9 @@ One concern per module:
   (:func:`run_batch`, :func:`run_one`);
 - :mod:`~attneb.numerics.sweep.store`: the SQLite store (:class:`ResultStore`): one transaction per
   task, first write of a key wins, resumable after SIGKILL;
+- :mod:`~attneb.numerics.sweep.provenance`: the code that computed a stored result
+  (:func:`source_fingerprint`); a store reads only the running code's results unless told to
+  reuse others;
 - :mod:`~attneb.numerics.sweep.runner` and :mod:`~attneb.numerics.sweep.workers`: running a sweep
   (:func:`run_sweep`, :func:`sweep_file`, :func:`iter_results`): executors, the local process
   pool, progress, resumption.
@@ -21,6 +24,7 @@ them from ``attneb.numerics.sweep``, whose interface does not depend on this lay
 
 from .canonical import canonical_json
 from .measure import RunFailed, run_batch, run_one
+from .provenance import REUSE_VARIABLE, reuse_other_code, source_fingerprint
 from .registry import ESTIMATORS, EstimatorEntry
 from .runner import SweepSummary, iter_results, run_sweep, sweep_file
 from .spec import (
@@ -42,6 +46,7 @@ __all__ = [
     "EstimatorEntry",
     "Experiment",
     "ResultStore",
+    "REUSE_VARIABLE",
     "RunFailed",
     "RunSpec",
     "SweepSummary",
@@ -50,6 +55,8 @@ __all__ = [
     "load_experiment",
     "run_batch",
     "run_one",
+    "reuse_other_code",
     "run_sweep",
+    "source_fingerprint",
     "sweep_file",
 ]

@@ -63,10 +63,10 @@ REPORT_FUNCTIONS: dict[str, tuple[str, ...]] = {
 
 
 def coverage_map() -> dict[str, list[str]]:
-    """Function -> the checks (``"claim: check"``) that declare they cover it."""
+    """Function -> the gating checks (``"claim: check"``) that declare they cover it (a superseded one does not)."""
     covered = defaultdict(list)
     for claim in CLAIMS.values():
-        for chk in claim.checks:
+        for chk in (c for c in claim.checks if c.gating):
             for target in chk.covers:
                 covered[target].append(f"{claim.id}: {chk.name}")
     return dict(sorted(covered.items()))

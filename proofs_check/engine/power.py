@@ -287,14 +287,17 @@ def analyse(
     replicates: dict | None = None,
     progress: bool = True,
     on_check: Callable[[CheckPower], None] | None = None,
+    superseded: bool = False,
 ) -> list[CheckPower]:
-    """Size and power of every check of the claims ``ids`` (default: all), in registry order.
+    """Size and power of every gating check of the claims ``ids`` (default: all), in registry order.
 
     ``progress`` shows one tqdm bar over all runs (on a terminal); ``on_check`` is called with
-    each :class:`CheckPower` as soon as it is complete. Other arguments as in :func:`check_power`.
+    each :class:`CheckPower` as soon as it is complete; ``superseded`` measures the superseded
+    checks (``gating=False``) too. Other arguments as in :func:`check_power`.
     """
     mode = "quick" if quick else "full"
-    selected = [(claim_id, chk) for claim_id in select(ids) for chk in CLAIMS[claim_id].checks]
+    selected = [(claim_id, chk) for claim_id in select(ids) for chk in CLAIMS[claim_id].checks
+                if chk.gating or superseded]
     cache = {} if cache is None else cache
     total = sum(_scheme(chk, mode, replicates)[0] * (1 + _count_wrong_theories(chk)) for _, chk in selected)
     results = []

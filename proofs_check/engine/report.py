@@ -12,18 +12,24 @@ import numpy as np
 import scipy
 import sympy
 
+from attneb.numerics import sweep
+from attneb.numerics.sweep import provenance
+
 from .coverage import coverage_map, uncovered
 from .power import GOAL_POWER, GOAL_SIZE, CheckPower
-from .runner import ClaimResult
+from .runner import NOT_RUN, CheckResult, ClaimResult
 
-__all__ = ["claim_line", "defects", "power_line", "report_dict", "status_label", "write_report"]
+__all__ = ["claim_line", "defects", "last_runs", "power_line", "report_dict", "status_label", "stored_code",
+           "write_report"]
 
 
 def _evidence_text(result: ClaimResult) -> str:
     parts = []
     for c in result.checks:
         prefix = "" if c.check.gating else "[superseded] "
-        if c.evidence is not None:
+        if c.status == NOT_RUN:
+            parts.append(f"{prefix}{c.name}: not run")
+        elif c.evidence is not None:
             parts.append(prefix + c.evidence.summary)
         else:
             parts.append(f"{prefix}{c.name}: raised {c.error.strip().splitlines()[-1]}")
@@ -75,15 +81,68 @@ def _power_dict(results: list[CheckPower], seconds: float) -> dict:
     }
 
 
+def stored_code(out: Path) -> dict:
+    """Which code computed the results stored under ``out`` (every ``*.sqlite`` in it, the power analysis's too).
+
+    Returns ``{"code": the running code's fingerprint, "reuse_other_code": whether stores read
+    results of other code, "used": {store: {experiment: {code: count}}} of the results of other
+    code that the stores read, "held": {store: {experiment: {code: count}}} of all results of
+    other code they hold}``; stores are named by their path relative to ``out``.
+    """
+    current, used, held = provenance.source_fingerprint(), {}, {}
+    for path in sorted(Path(out).rglob("*.sqlite")):
+        name = path.relative_to(out).as_posix()
+        with sweep.ResultStore(path) as store:
+            other = {e: {c: n for c, n in codes.items() if c != current} for e, codes in store.provenance().items()}
+            if any(other.values()):
+                used[name] = {e: codes for e, codes in other.items() if codes}
+            if store.other_code():
+                held[name] = store.other_code()
+    return {"code": current, "reuse_other_code": provenance.reuse_other_code(), "used": used, "held": held}
+
+
+def last_runs(report: dict) -> dict[tuple[str, str], dict]:
+    """The last result of every check that ``report`` ran or remembers: ``{(claim, check): last run}``.
+
+    A last run is ``{"status", "summary", "mode", "created", "code"}``: the check's own result in
+    ``report``, or, for a check it did not run, the last run it carried over.
+    """
+    found = {}
+    for c in report.get("claims", ()):
+        for e in c["evidence"]:
+            if e["status"] != NOT_RUN:
+                found[c["id"], e["check"]] = {"status": e["status"], "summary": e.get("summary") or e.get("error", ""),
+                                              "mode": report["mode"], "created": report["created"],
+                                              "code": report.get("code", "unrecorded")}
+            elif e.get("last_run"):
+                found[c["id"], e["check"]] = e["last_run"]
+    return found
+
+
+def _outcome(c: CheckResult, last: dict | None) -> dict:
+    """A check's result for the report: its evidence, its error, or (not run) its last run where there is one."""
+    if c.status == NOT_RUN:
+        text = "not run (superseded; `attneb verify --superseded` runs it)"
+        if last is None:
+            return {"summary": text + "; no earlier result at hand"}
+        return {"summary": f"{text}; last run {last['created']} ({last['mode']}, code {last['code']}): "
+                           f"{last['status']}: {last['summary']}", "last_run": last}
+    return asdict(c.evidence) if c.evidence is not None else {"error": c.error}
+
+
 def report_dict(results: list[ClaimResult], *, quick: bool, seconds: float,
-                power: list[CheckPower] | None = None, power_seconds: float = 0.0) -> dict:
-    """The JSON report: run metadata, one object per claim under ``claims``, the coverage map, and
-    (after a power analysis) ``power``."""
+                power: list[CheckPower] | None = None, power_seconds: float = 0.0, stored: dict | None = None,
+                previous: dict[tuple[str, str], dict] | None = None) -> dict:
+    """The JSON report: run metadata, one object per claim under ``claims``, the coverage map,
+    (after a power analysis) ``power`` and, given ``stored`` (:func:`stored_code`), which code
+    computed the stored results. A check not run shows its last run from ``previous``
+    (:func:`last_runs`) where there is one."""
     report = {
         "tool": "attneb verify",
         "mode": "quick" if quick else "full",
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "seconds": round(seconds, 3),
+        "code": provenance.source_fingerprint(),
         "versions": {
             "python": platform.python_version(),
             "numpy": np.__version__,
@@ -111,7 +170,7 @@ def report_dict(results: list[ClaimResult], *, quick: bool, seconds: float,
                         "where": c.check.source,
                         "alternatives": c.check.describe_alternatives(),
                         "seconds": round(c.seconds, 3),
-                        **(asdict(c.evidence) if c.evidence is not None else {"error": c.error}),
+                        **_outcome(c, (previous or {}).get((r.claim.id, c.name))),
                     }
                     for c in r.checks
                 ],
@@ -123,6 +182,8 @@ def report_dict(results: list[ClaimResult], *, quick: bool, seconds: float,
     }
     if power is not None:
         report["power"] = _power_dict(power, power_seconds)
+    if stored is not None:
+        report["stored"] = stored
     return report
 
 
@@ -175,12 +236,32 @@ def _power_markdown(power: dict) -> list[str]:
     return lines
 
 
+def _count(by_experiment: dict[str, dict[str, int]]) -> str:
+    return "; ".join(f"{experiment}: " + ", ".join(f"{n} of {code}" for code, n in codes.items())
+                     for experiment, codes in by_experiment.items())
+
+
+def _stored_markdown(stored: dict) -> list[str]:
+    """Which stored results came from other code: the ones used, or the ones held and computed again."""
+    if stored["used"]:
+        return ["", "**Results of other code were reused** (`--reuse-other-code`): " + " · ".join(
+            f"`{store}`: {_count(experiments)}" for store, experiments in stored["used"].items())
+                + f". Every other stored result was computed by this code ({stored['code']}).", ""]
+    if stored["held"]:
+        held = sum(n for experiments in stored["held"].values() for codes in experiments.values() for n in codes.values())
+        return ["", f"The stores hold {held} results of other code (" + " · ".join(
+            f"`{store}`: {_count(experiments)}" for store, experiments in stored["held"].items())
+                + "); none was used: this code computed every result it reports.", ""]
+    return []
+
+
 def _markdown(report: dict) -> str:
     lines = [
         "# attneb verify report",
         "",
         f"Mode: {report['mode']} · created {report['created']} · {report['seconds']:.1f} s · "
-        + ", ".join(f"{k} {v}" for k, v in report["versions"].items()),
+        f"code {report['code']} · " + ", ".join(f"{k} {v}" for k, v in report["versions"].items()),
+        *_stored_markdown(report.get("stored", {"used": {}, "held": {}})),
         "",
         "| claim | status | title | where |",
         "|---|---|---|---|",
@@ -202,8 +283,8 @@ def _markdown(report: dict) -> str:
         for e in c["evidence"]:
             detail = e.get("summary") or "raised:\n\n```\n" + e["error"] + "```"
             superseded = "" if e["gating"] else "superseded, not gating; "
-            lines.append(f"- **{e['check']}** ({superseded}{e['status']}, {e.get('kind', 'error')}, "
-                         f"{e['seconds']:.2f} s; `{e['where']}`): {detail}")
+            kind = "" if e["status"] == NOT_RUN else f", {e.get('kind', 'error')}, {e['seconds']:.2f} s"
+            lines.append(f"- **{e['check']}** ({superseded}{e['status']}{kind}; `{e['where']}`): {detail}")
             if e["criterion"]:
                 lines.append(f"  - criterion (fixed before the run): {e['criterion']}")
             if e["note"]:
@@ -228,9 +309,18 @@ def _markdown(report: dict) -> str:
 
 def write_report(results: list[ClaimResult], out: Path, *, quick: bool, seconds: float,
                  power: list[CheckPower] | None = None, power_seconds: float = 0.0) -> dict:
-    """Write ``report.json`` and ``report.md`` into ``out`` (created if needed); return the dict."""
+    """Write ``report.json`` and ``report.md`` into ``out`` (created if needed); return the dict.
+
+    The report says which code computed the results stored under ``out`` (:func:`stored_code`);
+    a check not run shows its last run from the ``report.json`` it replaces, if that was of the
+    same mode.
+    """
     out.mkdir(parents=True, exist_ok=True)
-    report = report_dict(results, quick=quick, seconds=seconds, power=power, power_seconds=power_seconds)
+    previous = out / "report.json"
+    earlier = json.loads(previous.read_text()) if previous.is_file() else {}
+    report = report_dict(results, quick=quick, seconds=seconds, power=power, power_seconds=power_seconds,
+                         stored=stored_code(out),
+                         previous=last_runs(earlier) if earlier.get("mode") == ("quick" if quick else "full") else None)
     (out / "report.json").write_text(json.dumps(report, indent=2, default=float) + "\n")
     (out / "report.md").write_text(_markdown(report))
     return report

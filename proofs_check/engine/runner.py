@@ -13,12 +13,15 @@ from .registry import CLAIMS, Check, Claim, Context, Evidence
 from .shared_pool import run_groups
 from .studies import STUDIES
 
-__all__ = ["SHARED_MEASUREMENTS", "STUDIES", "CheckResult", "ClaimResult", "run", "run_check", "select"]
+__all__ = ["NOT_RUN", "SHARED_MEASUREMENTS", "STUDIES", "CheckResult", "ClaimResult", "run", "run_check", "select"]
+
+#: Status of a superseded check that a run left out (``superseded=False``, the default).
+NOT_RUN = "not run"
 
 
 @dataclass(frozen=True)
 class CheckResult:
-    """Outcome of one check: ``"pass"``, ``"fail"`` or ``"error"`` (it raised)."""
+    """Outcome of one check: ``"pass"``, ``"fail"``, ``"error"`` (it raised) or :data:`NOT_RUN`."""
 
     check: Check
     status: str
@@ -42,8 +45,8 @@ class ClaimResult:
     def status(self) -> str:
         """``"unchecked"`` with no gating check, else ``"error"`` > ``"fail"`` > ``"pass"`` over the gating checks.
 
-        A superseded check (``gating=False``) is reported with its own status but does not
-        decide the claim's.
+        A superseded check (``gating=False``) is reported with its own status (:data:`NOT_RUN`
+        unless asked for) but does not decide the claim's.
         """
         statuses = {c.status for c in self.checks if c.check.gating}
         if not statuses:
@@ -87,6 +90,7 @@ def run(
     on_claim: Callable[[ClaimResult], None] | None = None,
     cache: dict | None = None,
     sources: Sequence[str] = (),
+    superseded: bool = False,
 ) -> list[ClaimResult]:
     """Run the checks of the claims ``ids`` (default: all), reporting them in registry order.
 
@@ -121,16 +125,23 @@ def run(
     sources : sequence of str
         Modules or files that register extra claims (see :func:`load`), already loaded here;
         the worker processes load them too.
+    superseded : bool
+        Run the superseded checks (``gating=False``) too; by default each is reported with
+        status :data:`NOT_RUN`.
     """
     selected = select(ids)
     out.mkdir(parents=True, exist_ok=True)
     ctx = Context(quick=quick, out=out, workers=workers, cache={} if cache is None else cache)
+    runnable = {claim_id: [c for c in CLAIMS[claim_id].checks if c.gating or superseded] for claim_id in selected}
     parallel = workers > 1
     results = []
-    for claim_id, remote in (_in_workers(selected, ctx, sources) if parallel else _here(selected)):
-        claim = CLAIMS[claim_id]
-        checks = tuple(run_check(c, ctx) if r is None else CheckResult(c, *r) for c, r in zip(claim.checks, remote))
-        result = ClaimResult(claim, checks)
+    for claim_id, remote in (_in_workers(runnable, ctx, sources) if parallel else _here(runnable)):
+        outcomes = dict(zip((c.name for c in runnable[claim_id]), remote))
+        checks = tuple(
+            CheckResult(c, NOT_RUN, None, None, 0.0) if c.name not in outcomes
+            else run_check(c, ctx) if outcomes[c.name] is None else CheckResult(c, *outcomes[c.name])
+            for c in CLAIMS[claim_id].checks)
+        result = ClaimResult(CLAIMS[claim_id], checks)
         if on_claim is not None:
             on_claim(result)
         results.append(result)
@@ -145,9 +156,9 @@ SHARED_MEASUREMENTS = (("T1", "T2", "T3"),)
 Outcome = tuple[str, Evidence | None, str | None, float] | None
 
 
-def _here(selected: list[str]) -> Iterator[tuple[str, list[Outcome]]]:
-    for claim_id in selected:
-        yield claim_id, [None] * len(CLAIMS[claim_id].checks)
+def _here(runnable: dict[str, list[Check]]) -> Iterator[tuple[str, list[Outcome]]]:
+    for claim_id, checks in runnable.items():
+        yield claim_id, [None] * len(checks)
 
 
 def _groups(selected: list[str]) -> list[list[str]]:
@@ -165,11 +176,13 @@ def _groups(selected: list[str]) -> list[list[str]]:
     return groups
 
 
-def _in_workers(selected: list[str], ctx: Context, sources: Sequence[str]) -> Iterator[tuple[str, list[Outcome]]]:
-    """Yield each claim's outcomes in registry order, computed by groups of claims in a pool of ``ctx.workers`` processes."""
-    tasks = [[(c, [chk.name for chk in CLAIMS[c].checks]) for c in group] for group in _groups(selected)]
+def _in_workers(runnable: dict[str, list[Check]], ctx: Context,
+                sources: Sequence[str]) -> Iterator[tuple[str, list[Outcome]]]:
+    """Yield the outcomes of each claim's ``runnable`` checks in registry order, computed by groups of claims in a
+    pool of ``ctx.workers`` processes."""
+    tasks = [[(c, [chk.name for chk in runnable[c]]) for c in group] for group in _groups(list(runnable))]
     done = {}
-    pending = iter(selected)
+    pending = iter(runnable)
     claim_id = next(pending, None)
     for _, outcomes in run_groups(tasks, _run_claims, (ctx.quick, ctx.out, ctx.workers), workers=ctx.workers,
                                   sources=sources):

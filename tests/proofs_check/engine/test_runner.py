@@ -8,8 +8,10 @@ import sys
 
 import pytest
 
+from attneb.numerics.sweep import source_fingerprint
 from attneb.proofs_check import cli
 from attneb.proofs_check.engine import runner
+from attneb.proofs_check.engine.power import analyse
 from attneb.proofs_check.engine.registry import CLAIMS, Evidence, check, claim
 
 PLUGIN = '''
@@ -76,3 +78,45 @@ def test_a_closed_pipe_ends_the_command_quietly():
 
 def test_a_claim_named_twice_runs_once():
     assert runner.select(["C4", "C1", "C4"]) == ["C4", "C1"]
+
+
+@pytest.mark.usefixtures("scratch_claims")
+def test_superseded_checks_run_only_when_asked_and_keep_their_last_result(tmp_path, capsys):
+    calls = []
+    claim("Z7", "toy", "a toy claim with a check and the one it superseded")
+    check("Z7", "current", criterion="always passes")(lambda ctx: Evidence(True, "identity", "current ran", {}))
+    check("Z7", "old", criterion="fails", gating=False, note="superseded by 'current'")(
+        lambda ctx: calls.append(1) or Evidence(False, "identity", "old ran and failed", {}))
+
+    def verify(*flags: str) -> dict:
+        assert cli.main(["verify", "--quick", "--workers", "1", "--out", str(tmp_path), "--only", "Z7", *flags]) == 0
+        report = json.loads((tmp_path / "report.json").read_text())
+        return {e["check"]: e for e in report["claims"][0]["evidence"]} | {"created": report["created"]}
+
+    first = verify()
+    assert calls == [] and first["old"]["status"] == "not run" and first["current"]["status"] == "pass"
+    assert first["old"]["summary"].endswith("no earlier result at hand") and "last_run" not in first["old"]
+    assert first["old"]["criterion"] == "fails" and first["old"]["gating"] is False
+    assert "[superseded] old: not run" in capsys.readouterr().out
+    second = verify("--superseded")
+    assert calls == [1] and second["old"]["status"] == "fail" and second["old"]["summary"] == "old ran and failed"
+    for _ in range(2):  # carried over from one report to the next while the check is not run
+        later = verify()
+        assert calls == [1] and later["old"]["status"] == "not run"
+        assert later["old"]["last_run"] == {"status": "fail", "summary": "old ran and failed", "mode": "quick",
+                                            "created": second["created"], "code": source_fingerprint()}
+        assert f"last run {second['created']} (quick, code {source_fingerprint()}): fail: old ran and failed" \
+            in later["old"]["summary"]
+    assert cli.main(["verify", "--out", str(tmp_path), "--only", "Z7", "--workers", "1"]) == 0  # full mode
+    full = json.loads((tmp_path / "report.json").read_text())["claims"][0]["evidence"][1]
+    assert "last_run" not in full  # a quick result is not the full mode's last result
+
+
+@pytest.mark.usefixtures("scratch_claims")
+def test_the_power_analysis_measures_superseded_checks_only_when_asked(tmp_path):
+    claim("Z7", "toy", "a toy claim with a check and the one it superseded")
+    check("Z7", "current", criterion="always passes")(lambda ctx: Evidence(True, "identity", "ran", {}))
+    check("Z7", "old", criterion="always passes", gating=False)(lambda ctx: Evidence(True, "identity", "ran", {}))
+    measured = [[r.check.name for r in analyse(["Z7"], quick=True, out=tmp_path, progress=False, superseded=asked)]
+                for asked in (False, True)]
+    assert measured == [["current"], ["current", "old"]]
