@@ -59,10 +59,10 @@ def _verify(args: argparse.Namespace) -> int:
     out = Path(args.out)
     try:
         load(args.load)
+        notice = _other_code_notice("verify", sorted(out.rglob("*.sqlite"))) if out.is_dir() else None
     except (ImportError, FileNotFoundError, ValueError) as exc:
         print(f"attneb verify: {exc}", file=sys.stderr)
         return 2
-    notice = _other_code_notice("verify", sorted(out.rglob("*.sqlite"))) if out.is_dir() else None
     if notice:
         print(notice, flush=True)
     print(f"attneb verify ({mode}): checking claims, one line each as it completes", flush=True)

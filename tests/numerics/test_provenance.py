@@ -165,3 +165,11 @@ def _toml(config: dict) -> str:
             return "[" + ", ".join(value(x) for x in v) + "]"
         return repr(v)
     return "".join(f"{k} = {value(v)}\n" for k, v in config.items())
+
+
+def test_verify_refuses_a_store_it_cannot_read_before_running_anything(tmp_path, capsys):
+    conn = sqlite3.connect(tmp_path / "results.sqlite")
+    conn.execute("PRAGMA user_version = 1")
+    conn.close()
+    assert cli.main(["verify", "--quick", "--only", "C4", "--workers", "1", "--out", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.startswith(f"attneb verify: {tmp_path / 'results.sqlite'} has store schema version 1")
