@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from attneb.proofs_check.engine import content, derivations
-from attneb.proofs_check.engine.registry import CLAIMS
+from attneb.proofs_check.engine.registry import CLAIMS as REGISTERED
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
@@ -17,6 +17,8 @@ THEORY = (ROOT / "docs" / "theory.md").read_text()
 PAGES = {path.relative_to(ROOT): path.read_text() for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]}
 
 content.load_default()
+#: The toolkit's own claims, registered by its topics (not the toy claims or user examples other tests may register).
+CLAIMS = {cid: c for cid, c in REGISTERED.items() if c.source.startswith("proofs_check/topics/")}
 
 
 def _sections() -> dict[str, str]:
