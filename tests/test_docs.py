@@ -3,7 +3,10 @@ finding names a check that exists, every file they cite is in the repository."""
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,8 +20,14 @@ THEORY = (ROOT / "docs" / "theory.md").read_text()
 PAGES = {path.relative_to(ROOT): path.read_text() for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]}
 
 content.load_default()
-#: The toolkit's own claims, registered by its topics (not the toy claims or user examples other tests may register).
-CLAIMS = {cid: c for cid, c in REGISTERED.items() if c.source.startswith("proofs_check/topics/")}
+#: The toolkit's own claims in the order a fresh ``attneb verify`` reports them: registered by its topics in a
+#: fresh interpreter (in this one, other tests may have imported the topics in another order, or registered
+#: claims of their own).
+ORDER = json.loads(subprocess.run(
+    [sys.executable, "-c", "import json; from attneb.proofs_check.engine import content, registry; "
+     "content.load_default(); print(json.dumps(list(registry.CLAIMS)))"],
+    check=True, capture_output=True, text=True).stdout)
+CLAIMS = {cid: REGISTERED[cid] for cid in ORDER}
 
 
 def _sections() -> dict[str, str]:
