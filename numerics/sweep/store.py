@@ -228,21 +228,18 @@ class ResultStore:
 
     def provenance(self) -> dict[str, dict[str, int]]:
         """Which code computed what this store reads: ``{experiment: {code: count of runs and records}}``."""
-        found: dict[str, dict[str, int]] = {}
-        for table in ("runs", "records"):
-            visible, args = self._visible(table, None)
-            cur = self._conn.execute(f"SELECT experiment, code, COUNT(*) FROM {visible} GROUP BY experiment, code", args)
-            for experiment, code, count in cur:
-                found.setdefault(experiment, {})
-                found[experiment][code] = found[experiment].get(code, 0) + count
-        return dict(sorted(found.items()))
+        return self._counts(lambda table: self._visible(table, None))
 
     def other_code(self) -> dict[str, dict[str, int]]:
         """What the file holds from code other than :attr:`code`, read or not: ``{experiment: {code: count}}``."""
+        return self._counts(lambda table: (f"(SELECT * FROM {table} WHERE code != ?)", (self.code,)))
+
+    def _counts(self, rows_of) -> dict[str, dict[str, int]]:
+        """``{experiment: {code: count}}`` over the runs and records that ``rows_of(table) -> (subquery, args)`` selects."""
         found: dict[str, dict[str, int]] = {}
         for table in ("runs", "records"):
-            cur = self._conn.execute(f"SELECT experiment, code, COUNT(*) FROM {table} WHERE code != ? "
-                                     "GROUP BY experiment, code", (self.code,))
+            subquery, args = rows_of(table)
+            cur = self._conn.execute(f"SELECT experiment, code, COUNT(*) FROM {subquery} GROUP BY experiment, code", args)
             for experiment, code, count in cur:
                 found.setdefault(experiment, {})
                 found[experiment][code] = found[experiment].get(code, 0) + count

@@ -96,8 +96,9 @@ def stored_code(out: Path) -> dict:
             other = {e: {c: n for c, n in codes.items() if c != current} for e, codes in store.provenance().items()}
             if any(other.values()):
                 used[name] = {e: codes for e, codes in other.items() if codes}
-            if store.other_code():
-                held[name] = store.other_code()
+            other_code = store.other_code()
+            if other_code:
+                held[name] = other_code
     return {"code": current, "reuse_other_code": provenance.reuse_other_code(), "used": used, "held": held}
 
 
