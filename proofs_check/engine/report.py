@@ -171,6 +171,7 @@ def report_dict(results: list[ClaimResult], *, quick: bool, seconds: float,
                         "where": c.check.source,
                         "alternatives": c.check.describe_alternatives(),
                         "seconds": round(c.seconds, 3),
+                        "cpu_seconds": round(c.cpu_seconds, 3),
                         **_outcome(c, (previous or {}).get((r.claim.id, c.name))),
                     }
                     for c in r.checks
@@ -303,8 +304,8 @@ def _markdown(report: dict) -> str:
               "| function | checks |", "|---|---|"]
     lines += [f"| `{target}` | {'; '.join(checks)} |" for target, checks in report["coverage"].items()]
     if report["uncovered"]:
-        lines += ["", "Functions feeding the report that no check covers yet: "
-                  + ", ".join(f"`{t}`" for t in report["uncovered"]) + "."]
+        lines += ["", "Functions a quick verify calls (traced) that no check covers and no test checks apart "
+                  "(`coverage.TESTED_APART`): " + ", ".join(f"`{t}`" for t in report["uncovered"]) + "."]
     return "\n".join(lines) + "\n"
 
 

@@ -21,13 +21,18 @@ NOT_RUN = "not run"
 
 @dataclass(frozen=True)
 class CheckResult:
-    """Outcome of one check: ``"pass"``, ``"fail"``, ``"error"`` (it raised) or :data:`NOT_RUN`."""
+    """Outcome of one check: ``"pass"``, ``"fail"``, ``"error"`` (it raised) or :data:`NOT_RUN`.
+
+    ``seconds`` is the wall time of the check; ``cpu_seconds`` the CPU time of the process that ran it (all of the
+    check's work with ``workers == 1``; with more workers, runs sent to other processes are not counted).
+    """
 
     check: Check
     status: str
     evidence: Evidence | None
     error: str | None
     seconds: float
+    cpu_seconds: float = 0.0
 
     @property
     def name(self) -> str:
@@ -59,13 +64,14 @@ class ClaimResult:
 
 def run_check(chk: Check, ctx: Context) -> CheckResult:
     """Run one check; an exception is reported as status ``"error"`` with its traceback, never hidden."""
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     try:
         evidence = chk.func(ctx)
     except Exception:  # noqa: BLE001 - a crashing check is reported, never hidden
-        return CheckResult(chk, "error", None, traceback.format_exc(limit=5), time.perf_counter() - start)
+        return CheckResult(chk, "error", None, traceback.format_exc(limit=5), time.perf_counter() - start,
+                           time.process_time() - cpu)
     status = "pass" if evidence.passed else "fail"
-    return CheckResult(chk, status, evidence, None, time.perf_counter() - start)
+    return CheckResult(chk, status, evidence, None, time.perf_counter() - start, time.process_time() - cpu)
 
 
 def select(ids: Iterable[str] | None) -> list[str]:
@@ -152,8 +158,8 @@ def run(
 #: stores: they run one after another in one worker process (in parallel, each would compute
 #: them). E6's trained networks.
 SHARED_MEASUREMENTS = (("T1", "T2", "T3"),)
-#: Outcome of a check in a worker: ``(status, evidence, error, seconds)``, or ``None`` to run it here.
-Outcome = tuple[str, Evidence | None, str | None, float] | None
+#: Outcome of a check in a worker: ``(status, evidence, error, seconds, cpu_seconds)``, or ``None`` to run it here.
+Outcome = tuple[str, Evidence | None, str | None, float, float] | None
 
 
 def _here(runnable: dict[str, list[Check]]) -> Iterator[tuple[str, list[Outcome]]]:
@@ -209,5 +215,6 @@ def _run_claims(claims: list[tuple[str, list[str]]], quick: bool, out: Path, wor
         for name in names:
             result = run_check(known[name], ctx) if name in known else None
             outcomes[claim_id].append(None if result is None else
-                                      (result.status, result.evidence, result.error, result.seconds))
+                                      (result.status, result.evidence, result.error, result.seconds,
+                                       result.cpu_seconds))
     return outcomes

@@ -27,6 +27,7 @@ from attneb.proofs_check.engine.plotting import colour_cycle, grouped_intervals,
 from attneb.proofs_check.engine.registry import Context, Evidence, alternative, check, claim, swap
 from attneb.proofs_check.engine.replication import (
     floor_fit,
+    floor_fit_t,
     gap_slopes,
     per_seed_slope_decision,
     plot_study,
@@ -385,22 +386,53 @@ def clean_context(ctx: Context) -> Evidence:
     )
 
 
+_E5_FLOOR_ALTERNATIVES = [alternative("gap with a floor of 0.4% of the Bayes risk", "every gap plus 0.004 x MMSE",
+                                      swap(f"{__name__}:clean_data", lambda real: _clean_with_floor), kind="data")]
+
+
 @check(
     "G3", "E5, floor: the clean-context gap does not stall at 0.4% of the Bayes risk, in-sample and for fresh queries",
     criterion="three priors, sigma2 = 0.5, one attention step of bandwidth sigma2 over N clean draws (N = 256, 1024, "
     "4096 quick with 4 seeds; to 16384 full with 8): gap(N) = c + b/N (the 1/N rate of a kernel mean over N draws at a "
     "fixed bandwidth) is fitted to the mean gap over seeds (weights 1/variance over seeds) and c's 95% percentile "
-    "interval comes from 2000 resamples of the seeds (shared across N); floor alternative: 0.4% of the Bayes risk "
-    "(MMSE); passes when, for every prior and both the in-sample gap and the gap on fresh noisy queries (new draws, not "
-    "in the context), the upper end of c's interval lies below half of it, 0.2% of the MMSE",
+    "interval comes from 2000 resamples of the seeds (shared across N, each refitted with the data's weights); floor "
+    "alternative: 0.4% of the Bayes risk (MMSE); passes when, for every prior and both the in-sample gap and the gap on "
+    "fresh noisy queries (new draws, not in the context), the upper end of c's interval lies below half of it, 0.2% of "
+    "the MMSE",
     replication="subsample",
-    alternatives=[alternative("gap with a floor of 0.4% of the Bayes risk", "every gap plus 0.004 x MMSE",
-                              swap(f"{__name__}:clean_data", lambda real: _clean_with_floor),
-                              kind="data")],
-    note="resolution: floors of 0.2-0.4% of the Bayes risk, a few times the gap at the largest N (the gaps of 4 seeds "
-    "scatter by up to 100% at N = 4096)",
+    gating=False,
+    alternatives=_E5_FLOOR_ALTERNATIVES,
+    note="superseded by 'E5, floor (Student-t interval)' (issue 24): its percentile interval over 4-8 seeds covers "
+    "0.68 (quick) and 0.70 (full) at a nominal 0.95 on data shaped like E5's (benchmarks/calibration.py, rows "
+    "floor_fit-E5-*). Resolution: floors of 0.2-0.4% of the Bayes risk, a few times the gap at the largest N (the gaps "
+    "of 4 seeds scatter by up to 100% at N = 4096)",
 )
 def clean_context_floor(ctx: Context) -> Evidence:
+    return _clean_floor_evidence(ctx, floor_fit, "95% bootstrap percentile intervals over seeds")
+
+
+@check(
+    "G3", "E5, floor (Student-t interval): the clean-context gap does not stall at 0.4% of the Bayes risk, in-sample and "
+    "for fresh queries",
+    criterion="three priors, sigma2 = 0.5, one attention step of bandwidth sigma2 over N clean draws (N = 256, 1024, "
+    "4096 quick with 4 seeds; to 16384 full with 8): gap(N) = c + b/N (the 1/N rate of a kernel mean over N draws at a "
+    "fixed bandwidth) is fitted to the mean gap over the S seeds (weights 1/variance over seeds), and c's 95% interval "
+    "is c +- t(S - 1) sqrt(S/(S - 1)) sd(c*), sd(c*) over 2000 resamples of the seeds (shared across N), each refitted "
+    "with its own weights; floor alternative: 0.4% of the Bayes risk (MMSE); passes when, for every prior and both the "
+    "in-sample gap and the gap on fresh noisy queries (new draws, not in the context), the upper end of c's interval "
+    "lies below half of it, 0.2% of the MMSE",
+    replication="subsample",
+    alternatives=_E5_FLOOR_ALTERNATIVES,
+    note="replaces the percentile-interval floor check (issue 24); criterion fixed before its first run. On data "
+    "shaped like E5's (benchmarks/calibration.py, rows floor_fit_t-E5-*) its interval covers 0.995 (quick) and 0.902 "
+    "(full) two-sided at a nominal 0.95, and its upper end, the side decided, lies above the truth in 1.0 and 0.995 "
+    "of the simulated data sets (0.975 nominal): conservative where it decides",
+)
+def clean_context_floor_t(ctx: Context) -> Evidence:
+    return _clean_floor_evidence(ctx, floor_fit_t, "95% Student-t intervals from bootstrap standard errors over seeds")
+
+
+def _clean_floor_evidence(ctx: Context, floor, interval_name: str) -> Evidence:
     rows = clean_data(run_pooled(clean_configs(ctx.quick), ctx))
     threshold = CLEAN_FLOOR_OF_MMSE / 2
     verdicts, fits = {}, {}
@@ -408,14 +440,14 @@ def clean_context_floor(ctx: Context) -> Evidence:
         mmse = part_rows[0]["mmse"]
         for column in ("gap", "oos_gap"):
             n, _, table = seed_table(part_rows, column)
-            fit = {**floor_fit(n, table, exponents=(1.0,)), "mmse": mmse}
+            fit = {**floor(n, table, exponents=(1.0,)), "mmse": mmse}
             fits[f"{part}, {column}"] = fit
             verdicts[f"{part}, {column}"] = fit["ci"][1] < threshold * mmse
     text = "; ".join(f"{k}: c = {f['c']:.3g} [{f['ci'][0]:.3g}, {f['ci'][1]:.3g}] (= {f['c'] / f['gap_at_largest_n']:.2f} "
                      f"[{f['ci'][0] / f['gap_at_largest_n']:.2f}, {f['ci'][1] / f['gap_at_largest_n']:.2f}] x the gap "
                      f"at the largest N; upper end {100 * f['ci'][1] / f['mmse']:.2g}% of MMSE)" for k, f in fits.items())
     return Evidence(passed=all(verdicts.values()), kind="interval",
-                    summary=f"gap = c + b/N, 95% bootstrap intervals over seeds: {text} (passes when every upper end "
+                    summary=f"gap = c + b/N, {interval_name}: {text} (passes when every upper end "
                     f"lies below {100 * threshold:g}% of the MMSE; floor alternative {100 * CLEAN_FLOOR_OF_MMSE:g}%)",
                     data={"fits": fits, "verdicts": verdicts, "threshold_of_mmse": threshold})
 

@@ -309,7 +309,10 @@ def stage2_bandwidth_two_cluster(ctx: Context) -> Evidence:
                  f"[{1 - STAGE2_RTOL:g}, {1 + STAGE2_RTOL:g}]",
        alternatives=_bandwidth_alternatives("attneb.proofs_check.topics.training.experiment:predicted_stage2_bandwidth",
                                             (2.0, 0.5, 1.3)) + [_LEARNED_TIMES_13],
-       note="ill-posed for a Gaussian prior, as theory.gaussian.stage2_bandwidth_family shows (derived before the "
+       gating=False,
+       note="superseded by 'E6: learned Stage-2 bandwidth on the Bayes family h = s sigma2/tau2 (Gaussian prior)' "
+            "(issue 24): its question is ill-posed, so it does not gate T1. "
+            "Ill-posed for a Gaussian prior, as theory.gaussian.stage2_bandwidth_family shows (derived before the "
             "runs): Stage 2 over tokens of variance s is Bayes at h = s sigma2/tau2 for every s, so sigma2 is one "
             "point of a family of optima; the next check tests the family. " + E6_POWER_NOTE)
 def stage2_bandwidth_gaussian(ctx: Context) -> Evidence:
@@ -352,22 +355,30 @@ def _budget(run: dict) -> float:
     return run["budget"]
 
 
+#: The wrong theories of the T2 slope checks (the per-seed one and the superseded pooled one).
+BUDGET_SLOPE_ALTERNATIVES = [
+    alternative("budget 2 sigma2", "predicted budget 2 sigma2 (slope 2)",
+                swap(f"{__name__}:predicted_depth_budget", lambda real: lambda s: 2 * real(s))),
+    alternative("budget sigma2/2", "predicted budget sigma2/2 (slope 1/2)",
+                swap(f"{__name__}:predicted_depth_budget", lambda real: lambda s: real(s) / 2)),
+    alternative("Stage 1 unused", "predicted budget 0 at every sigma2 (slope 0)",
+                swap(f"{__name__}:predicted_depth_budget", lambda real: lambda s: 0.0)),
+    alternative("budgets x 2", "every measured budget doubled",
+                swap(f"{__name__}:_budget", lambda real: lambda run: 2 * real(run)),
+                kind="data"),
+]
+
+
 @check("T2", "E6: slope of the depth budget 2 sum eta_l h2_l in sigma2 (two-cluster prior)",
        criterion=f"the {LEVEL:.0%} t-interval of the least-squares slope of the budget against sigma2 (every run "
                  f"of the two-cluster prior, seeds and d pooled) contains the slope of the prediction 2 h2 T* "
                  f"(= sigma2: 1) and is at most +-{SLOPE_HALF_WIDTH:g} wide",
-       alternatives=[
-           alternative("budget 2 sigma2", "predicted budget 2 sigma2 (slope 2)",
-                       swap(f"{__name__}:predicted_depth_budget", lambda real: lambda s: 2 * real(s))),
-           alternative("budget sigma2/2", "predicted budget sigma2/2 (slope 1/2)",
-                       swap(f"{__name__}:predicted_depth_budget", lambda real: lambda s: real(s) / 2)),
-           alternative("Stage 1 unused", "predicted budget 0 at every sigma2 (slope 0)",
-                       swap(f"{__name__}:predicted_depth_budget", lambda real: lambda s: 0.0)),
-           alternative("budgets x 2", "every measured budget doubled",
-                       swap(f"{__name__}:_budget", lambda real: lambda run: 2 * real(run)),
-                       kind="data"),
-       ],
-       note=E6_POWER_NOTE)
+       gating=False,
+       alternatives=BUDGET_SLOPE_ALTERNATIVES,
+       note="superseded by 'E6: slope of the depth budget in sigma2, slopes per seed and d (two-cluster prior)' (issue 24): "
+            "its interval assumes independent points of equal variance, while the budgets' spread over seeds changes "
+            "by a factor 1000 across sigma2; on data shaped like E6's it covers 0.85 (quick) and 0.82 (full) at a "
+            "nominal 0.95 (benchmarks/calibration.py, rows linear-fit-T2-*). " + E6_POWER_NOTE)
 def depth_budget_slope(ctx: Context) -> Evidence:
     runs = trained_runs(ctx)
     fit = budget_slope(runs)
@@ -392,6 +403,40 @@ def depth_budget_slope(ctx: Context) -> Evidence:
                     data={"slope": fit.slope.__dict__, "intercept": fit.intercept, "predicted_slope": predicted,
                           "median_budget": medians, "theil_sen": [robust.slope, robust.low_slope, robust.high_slope],
                           "forward_runs": len(forward), "forward_budget_over_sigma2": forward_ratio})
+
+
+def budget_group_slopes(runs: list[dict], prior: str = "two-cluster") -> stats.Interval:
+    """Slope of the depth budget in ``sigma2`` fitted within each (seed, d) of ``prior``, and the t-interval of their
+    mean (:func:`attneb.numerics.stats.group_slopes_interval`)."""
+    chosen = [run for run in runs if run["prior"] == prior]
+    return stats.group_slopes_interval([run["sigma2"] for run in chosen], [_budget(run) for run in chosen],
+                                       [f"seed {run['seed']}, d = {run['d']}" for run in chosen], level=LEVEL)
+
+
+@check("T2", "E6: slope of the depth budget in sigma2, slopes per seed and d (two-cluster prior)",
+       criterion=f"the slope of the budget 2 sum eta_l h2_l against sigma2 is fitted within each (seed, d) of the "
+                 f"two-cluster prior alone, and the {LEVEL:.0%} Student-t interval of their mean over the G groups "
+                 f"(G - 1 degrees of freedom) contains the slope of the prediction 2 h2 T* (= sigma2: 1) and is at "
+                 f"most +-{SLOPE_HALF_WIDTH:g} wide",
+       alternatives=BUDGET_SLOPE_ALTERNATIVES,
+       note="replaces the pooled least-squares check (issue 24); criterion fixed before its first run. On data shaped "
+            "like E6's its interval covers 0.946 (quick) and 0.947 (full) at a nominal 0.95 "
+            "(benchmarks/calibration.py, rows group-slopes-T2-*). Quick mode has 2 groups (1 degree of freedom, "
+            "t = 12.7), so its width rarely meets the +-0.5 bound there. " + E6_POWER_NOTE)
+def depth_budget_group_slope(ctx: Context) -> Evidence:
+    runs = trained_runs(ctx)
+    interval = budget_group_slopes(runs)
+    s_values = sorted({run["sigma2"] for run in runs})
+    predicted = (predicted_depth_budget(s_values[-1]) - predicted_depth_budget(s_values[0])) / (s_values[-1] - s_values[0])
+    half = (interval.high - interval.low) / 2
+    contains = interval.low <= predicted <= interval.high
+    pooled = budget_slope(runs)
+    summary = (f"two-cluster prior: mean of the per-(seed, d) slopes {interval} against the prediction's "
+               f"{predicted:.4g} ({'inside' if contains else 'outside'}; half-width {half:.3g}, passes at <= "
+               f"{SLOPE_HALF_WIDTH:g}). Reported, not decided on: the pooled least-squares slope {pooled.slope}")
+    return Evidence(passed=contains and half <= SLOPE_HALF_WIDTH, kind="rate", summary=summary,
+                    data={"slope": [interval.estimate, interval.low, interval.high], "groups": interval.n,
+                          "predicted_slope": predicted, "pooled_slope": pooled.slope.__dict__})
 
 
 def _fmt(values: dict) -> str:

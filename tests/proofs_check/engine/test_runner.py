@@ -39,7 +39,7 @@ def stable(report: dict) -> dict:
     report = {k: copy.deepcopy(v) for k, v in report.items() if k not in ("created", "seconds")}
     for entry in report["claims"]:
         for evidence in entry["evidence"]:
-            evidence.pop("seconds")
+            evidence.pop("seconds"), evidence.pop("cpu_seconds")
             evidence["data"].pop("pid", None)
     return report
 

@@ -60,11 +60,15 @@ def _fresh(tmp_path, monkeypatch):
     return Context(quick=True, out=tmp_path, power=True)
 
 
-NEW_CHECKS = [depth_noise_checks.depth_minimiser_is_t_g, depth_noise_checks.depth_leading_order, recovery.recovery_floor, attention_checks.clean_context_floor,
-              estimator_table.estimator_table, recovery.recovery_per_seed, attention_checks.clean_context_per_seed, recovery.recovery_heavy_tails,
-              recovery.recovery_floor_heavy_tails, estimator_table.estimator_table_heavy_tails]
+#: recovery_floor_t decides on 8 quick seeds and N to 131072: its pass and failures are tested on synthetic runs of that
+#: design (test_the_student_t_floor_check_passes_without_a_floor_and_fails_with_one), not on the shrunken store.
+NEW_CHECKS = [depth_noise_checks.depth_minimiser_is_t_g, depth_noise_checks.depth_leading_order,
+              attention_checks.clean_context_floor_t, estimator_table.estimator_table, recovery.recovery_per_seed,
+              attention_checks.clean_context_per_seed, recovery.recovery_heavy_tails, recovery.recovery_floor_heavy_tails_t,
+              estimator_table.estimator_table_heavy_tails]
 #: Superseded checks still decided on the module's store (kept in the report, not gating).
-SUPERSEDED = [recovery.recovery, attention_checks.clean_context, estimator_table.estimator_table_in_sample]
+SUPERSEDED = [recovery.recovery, attention_checks.clean_context, estimator_table.estimator_table_in_sample,
+              recovery.recovery_floor, attention_checks.clean_context_floor, recovery.recovery_floor_heavy_tails]
 
 
 @pytest.mark.parametrize("check", NEW_CHECKS + SUPERSEDED, ids=lambda f: f.__name__)
@@ -102,11 +106,14 @@ def _alternative(func, name):
     (recovery.recovery_floor, "gap with a floor of 3% of the Bayes risk"),
     (recovery.recovery_floor, "no Stage 1 (depth unnecessary)"),
     (attention_checks.clean_context_floor, "gap with a floor of 0.4% of the Bayes risk"),
+    (attention_checks.clean_context_floor_t, "gap with a floor of 0.4% of the Bayes risk"),
     (estimator_table.estimator_table, "depth unnecessary (no Stage 1)"),
     (estimator_table.estimator_table, "depth helps only in-sample"),
     (recovery.recovery_heavy_tails, "no Stage 1 (depth unnecessary)"),
     (recovery.recovery_floor_heavy_tails, "gap with a floor of 3% of the Bayes risk"),
     (recovery.recovery_floor_heavy_tails, "no Stage 1 (depth unnecessary)"),
+    (recovery.recovery_floor_heavy_tails_t, "gap with a floor of 3% of the Bayes risk"),
+    (recovery.recovery_floor_heavy_tails_t, "no Stage 1 (depth unnecessary)"),
     (estimator_table.estimator_table_heavy_tails, "depth unnecessary (no Stage 1)"),
     (estimator_table.estimator_table_heavy_tails, "depth helps only in-sample"),
 ], ids=lambda v: getattr(v, "__name__", v))
@@ -220,15 +227,17 @@ def _scope_rows():
     return {"gaussian-power": rows}
 
 
-def test_e1_scope_fails_instead_of_raising_without_early_points_and_registers_wrong_bounds(monkeypatch, tmp_path):
+@pytest.mark.parametrize("scope", [recovery.recovery_needs_stability, recovery.recovery_needs_stability_per_seed],
+                         ids=lambda f: f.__name__)
+def test_e1_scope_fails_instead_of_raising_without_early_points_and_registers_wrong_bounds(scope, monkeypatch, tmp_path):
     monkeypatch.setattr(recovery, "run_pooled", lambda configs, ctx: _scope_rows())
     ctx = Context(quick=True, out=tmp_path, power=True)
-    assert recovery.recovery_needs_stability(ctx).passed
+    assert scope(ctx).passed
     outcomes = {}
-    for alt in _registered(recovery.recovery_needs_stability).wrong_theories():
+    for alt in _registered(scope).wrong_theories():
         if alt.kind == "theory":
             with alt.applied():
-                outcomes[alt.name] = recovery.recovery_needs_stability(ctx)
+                outcomes[alt.name] = scope(ctx)
     assert set(outcomes) == {"N_c x 4", "N_c / 4", "rate 1/e: N_c = exp(sigma2/(e h2))"}
     assert not outcomes["N_c x 4"].passed and "no slope can be fitted" in outcomes["N_c x 4"].summary
     assert outcomes["N_c x 4"].data["too_few_early_points"] == ["gaussian-power"]
@@ -287,8 +296,9 @@ def test_e1_and_e5_floors_fail_without_stage_one_or_with_a_noisy_context(tmp_pat
     entry = sweep.ESTIMATORS["clean-context"]
     monkeypatch.setitem(sweep.ESTIMATORS, "clean-context", sweep.EstimatorEntry(entry.name, entry.load))
     ctx = _fresh(tmp_path, monkeypatch)
-    assert not recovery.recovery_floor(ctx).passed
-    assert not attention_checks.clean_context_floor(ctx).passed
+    for floor in (recovery.recovery_floor, recovery.recovery_floor_t, attention_checks.clean_context_floor,
+                  attention_checks.clean_context_floor_t):
+        assert not floor(ctx).passed, floor.__name__
 
 
 # --------------------------------------------------------------------------------------------
@@ -429,3 +439,44 @@ def test_e2_on_the_quick_design_rejects_its_wrong_theories(tmp_path, monkeypatch
                 continue
             with alt.applied():
                 assert not func(ctx).passed, (func.__name__, alt.name)
+
+
+def test_the_scope_check_decides_on_the_per_seed_interval_not_the_pooled_one(monkeypatch, tmp_path):
+    """Three seeds whose early slopes differ (-1.1, -0.4 and -0.6, lines crossing at N = 1024): the pooled interval over
+    (N, seed) points lies below 0, the t-interval over the three per-seed slopes (2 degrees of freedom) does not."""
+    rows = [r for r in _scope_rows()["gaussian-power"] if r["seed"] < 3]
+    for r in rows:
+        if r["n"] <= 4096:
+            r["gap"] = 1024 ** -0.8 * (r["n"] / 1024) ** (-1.1, -0.4, -0.6)[r["seed"]]
+    monkeypatch.setattr(recovery, "run_pooled", lambda configs, ctx: {"gaussian-power": rows})
+    ctx = Context(quick=True, out=tmp_path, power=True)
+    pooled, per_seed = recovery.recovery_needs_stability(ctx), recovery.recovery_needs_stability_per_seed(ctx)
+    assert per_seed.data["early_slopes_per_seed"]["gaussian-power"][2] > 0 > pooled.data["early_slopes"]["gaussian-power"][2]
+    assert pooled.passed and not per_seed.passed
+
+
+def _floor_rows(seeds: int = recovery.FLOOR_T_QUICK_SEEDS):
+    """Synthetic E1 runs of the floor check's quick design, without a floor: gap = 0.05 MMSE (N/256)^-0.6 times a
+    lognormal of scatter 0.2 per (N, seed) (in-sample and fresh queries); Stage 2 alone stalls at 0.05 MMSE."""
+    rng = np.random.default_rng(11)
+    out = {}
+    for part, mmse in (("gaussian-log", 0.3333), ("clusters-log", 0.18)):
+        rows = []
+        for n in (256, 1024, 4096, 16384, 131072):
+            for seed in range(seeds):
+                gap, oos = 0.05 * mmse * (n / 256) ** -0.6 * np.exp(0.2 * rng.standard_normal(2))
+                stalled = 0.05 * mmse * np.exp(0.2 * rng.standard_normal(2))
+                for estimator, (g, o) in (("two-stage", (gap, oos)), ("stage-two-only", stalled)):
+                    rows.append({"n": n, "seed": seed, "estimator": estimator, "mmse": mmse, "gap": g, "oos_gap": o,
+                                 "mse": mmse + g, "oos_mse": mmse + o, "excess": g, "oos_excess": o})
+        out[part] = rows
+    return out
+
+
+def test_the_student_t_floor_check_passes_without_a_floor_and_fails_with_one(monkeypatch, tmp_path):
+    monkeypatch.setattr(recovery, "run_pooled", lambda configs, ctx: _floor_rows())
+    ctx = Context(quick=True, out=tmp_path, power=True)
+    assert recovery.recovery_floor_t(ctx).passed
+    for name in ("gap with a floor of 3% of the Bayes risk", "no Stage 1 (depth unnecessary)"):
+        with _alternative(recovery.recovery_floor_t, name).applied():
+            assert not recovery.recovery_floor_t(ctx).passed, name

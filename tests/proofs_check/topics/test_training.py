@@ -62,7 +62,8 @@ def test_every_question_passes_where_the_theory_holds(tmp_path):
                        "E6: learned Stage-2 bandwidth within 15% of sigma2 (Gaussian prior)",
                        "E6: learned Stage-2 bandwidth on the Bayes family h = s sigma2/tau2 (Gaussian prior)"]),
     ({"gaussian_var": 2.0}, ["E6: learned Stage-2 bandwidth within 15% of sigma2 (Gaussian prior)"]),
-    ({"budget": 1.6}, ["E6: slope of the depth budget 2 sum eta_l h2_l in sigma2 (two-cluster prior)"]),
+    ({"budget": 1.6}, ["E6: slope of the depth budget 2 sum eta_l h2_l in sigma2 (two-cluster prior)",
+                       "E6: slope of the depth budget in sigma2, slopes per seed and d (two-cluster prior)"]),
     ({"trained": 1.03}, ["E6: trained risk no worse than the construction (non-inferiority, every case)"]),
 ], ids=["bandwidth x 1.2", "tokens at 2 tau2 (on the family)", "budget slope 1.6", "trained 3% worse"])
 def test_each_question_fails_where_its_theory_does_not_hold(wrong, fails, tmp_path):
