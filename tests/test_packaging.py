@@ -27,6 +27,19 @@ def test_every_package_folder_is_listed():
     assert found == listed, f"pyproject lists {sorted(listed - found)} not on disk; on disk, not listed: {sorted(found - listed)}"
 
 
+def test_every_data_file_of_a_package_is_declared():
+    """Files other than Python sources in the package folders ship only when package-data names them."""
+    config = _config()
+    declared = {(package, name) for package, names in config.get("package-data", {}).items() for name in names}
+    found = set()
+    for package, folder in config["package-dir"].items():
+        for path in (ROOT / folder).rglob("*"):
+            if path.is_file() and path.suffix not in (".py", ".pyc") and "__pycache__" not in path.parts:
+                relative = path.parent.relative_to(ROOT / folder)
+                found.add((".".join((package, *relative.parts)), path.name))
+    assert found == declared, f"undeclared: {sorted(found - declared)}; declared but absent: {sorted(declared - found)}"
+
+
 def test_only_attneb_is_installed():
     assert {name.split(".")[0] for name in _config()["packages"]} == {attneb.__name__}
 

@@ -94,6 +94,42 @@ def test_one_key_grid_kernel_within_its_bound(d, h2):
     assert error.max() > 1e-3 * allowed.max()  # the bound is within a factor 1000 somewhere
 
 
+@pytest.mark.parametrize("d,h2,tol", [(1, 0.05, 1e-9), (2, 0.5, 1e-7), (3, 2.0, 1e-6)])
+def test_node_coefficients_are_their_closed_forms(d, h2, tol):
+    """``node_factor = exp(d delta^2 / (8 alpha eps h2))`` and
+    ``node_coef = c_p sum_k lam^k M_p (delta^2 / (alpha' h2))^(p/2) + lam^d exp(-(w delta)^2 / (2 alpha' h2))``
+    (alpha = 2, eps = 1/4, alpha' = 5/2), with ``M_p = max_s |He_p(s)| exp(-s^2/2)`` found on a fine grid here."""
+    plan = binned.plan_grid(np.zeros((2, d)), h2, tol=tol, scale=8.0)
+    p, delta, alpha_node = plan.order, plan.spacing, 2.5
+    c_p, lam = binned._LAGRANGE[p]
+    s = np.linspace(0.0, 30.0, 300_001)
+    peak = np.max(np.abs(hermite_e.hermeval(s, [0] * p + [1])) * np.exp(-(s**2) / 2))
+    spread = c_p * sum(lam**k for k in range(d)) * peak * (delta**2 / (alpha_node * h2)) ** (p / 2)
+    cut = lam**d * np.exp(-((plan.half_width * delta) ** 2) / (2 * alpha_node * h2))
+    assert plan.node_coef == pytest.approx(spread + cut, rel=1e-8)
+    assert plan.node_factor == pytest.approx(np.exp(d * delta**2 / (8 * 2.0 * 0.25 * h2)), rel=1e-12)
+
+
+@pytest.mark.parametrize("d,h2,tol", [(1, 0.05, 1e-9), (2, 0.5, 1e-7)])
+def test_planned_grid_meets_its_tolerance(d, h2, tol):
+    """The grid plan_grid chooses: spacing at most sqrt(h2)/8, and the grid sums alone within tol (no fallback)."""
+    keys = mixture_batch(2000, d, seed=3)
+    plan = binned.plan_grid(keys, h2, tol=tol)
+    assert plan.spacing <= np.sqrt(h2) / 8 and plan.tol == tol and plan.dim == d
+    assert plan.scale == pytest.approx(np.ptp(keys, axis=0).max())
+    queries = queries_for(keys, seed=4, n_far=0)
+    error, _ = raw_mean_errors(queries, keys, h2, plan)
+    assert len(error) == len(queries) and error.max() <= tol * plan.scale
+
+
+def test_spatial_order_sorts_points_by_grid_cell():
+    points = np.random.default_rng(9).uniform(-2.0, 3.0, (300, 2))
+    order = binned.spatial_order(points, 0.4)
+    cells = [tuple(int(c) for c in np.floor((point - points.min(axis=0)) / 0.4)) for point in points]
+    assert sorted(order.tolist()) == list(range(300))
+    assert [cells[i] for i in order] == sorted(cells)
+
+
 # --- accuracy against the exact path -------------------------------------------------------
 
 CASES = [

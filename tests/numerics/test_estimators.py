@@ -150,3 +150,47 @@ def test_risk_records_are_reproducible_and_oracle_has_no_gap():
         assert (r.gap, r.oos_gap) == pytest.approx((np.mean((est - bayes) ** 2), np.mean((oos - q_bayes) ** 2)),
                                                    rel=1e-9, abs=1e-22)
     assert all(r.gap > 0.0 for r in a if r.estimator == "L=0")
+
+
+# --- each estimator against its formula written out (a softmax of numpy, not numerics.kernels) ---------------
+
+
+def _softmax_mean(queries, keys, h2):
+    """The Gaussian-kernel mean of ``keys`` seen from each query, by an explicit softmax."""
+    logits = -((queries[:, None, :] - keys[None, :, :]) ** 2).sum(axis=2) / (2 * h2)
+    weights = np.exp(logits - logits.max(axis=1, keepdims=True))
+    return weights / weights.sum(axis=1, keepdims=True) @ keys
+
+
+def _euler_layers(tokens, h2, eta, layers):
+    for _ in range(layers):
+        tokens = tokens + eta * (_softmax_mean(tokens, tokens, h2) - tokens)
+    return tokens
+
+
+PRIOR = priors.Gaussian(np.array([0.5, -1.0]), 1.0)
+CLOSED_FORMS = {
+    "StageTwoOnly": (estimators.StageTwoOnly(SIGMA2), lambda q, x: _softmax_mean(q, x, SIGMA2)),
+    "TweedieKDE": (estimators.TweedieKDE(SIGMA2, H2), lambda q, x: q + SIGMA2 / H2 * (_softmax_mean(q, x, H2) - q)),
+    # T = sigma2 / (2 h2) = 2.5: 25 layers of 0.1
+    "TwoStageDenoiser": (estimators.TwoStageDenoiser(SIGMA2, H2, eta=0.1),
+                         lambda q, x: _softmax_mean(q, _euler_layers(x, H2, 0.1, 25), SIGMA2)),
+    # the Gaussian posterior mean: mu + tau2 / (tau2 + sigma2) (q - mu)
+    "OracleBayes": (estimators.OracleBayes(PRIOR, SIGMA2),
+                    lambda q, x: PRIOR.mean + 1.0 / (1.0 + SIGMA2) * (q - PRIOR.mean)),
+}
+
+
+@pytest.mark.parametrize("name", CLOSED_FORMS)
+def test_fit_then_denoise_is_the_closed_form(name):
+    est, formula = CLOSED_FORMS[name]
+    x = batch(n=60)
+    queries = np.random.default_rng(1).normal(size=(9, 2))
+    np.testing.assert_allclose(est.fit(x).denoise(queries), formula(queries, x), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(est.fit_denoise(x), formula(x, x), rtol=1e-10, atol=1e-12)
+
+
+def test_stage_two_is_the_posterior_mean_of_the_empirical_prior():
+    tokens, queries = batch(n=50), np.random.default_rng(2).normal(size=(8, 2)) * 2
+    np.testing.assert_allclose(estimators.stage_two(queries, tokens, SIGMA2), _softmax_mean(queries, tokens, SIGMA2),
+                               rtol=1e-10, atol=1e-12)

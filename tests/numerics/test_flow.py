@@ -112,3 +112,11 @@ def test_long_flows_show_progress_on_a_terminal_only(monkeypatch):
     monkeypatch.setattr(flow, "PROGRESS_MIN_TERMS", 20**2)
     flow.particle_flow(x0, 0.5, 0.2, eta=0.1)
     assert shown == [True, None]  # None: tqdm shows the bar where stderr is a terminal
+
+
+def test_velocity_is_the_attention_step_written_out():
+    x = two_blobs(n=40)
+    logits = -((x[:, None, :] - x[None, :, :]) ** 2).sum(axis=2) / (2 * 0.3)
+    weights = np.exp(logits - logits.max(axis=1, keepdims=True))
+    expected = weights / weights.sum(axis=1, keepdims=True) @ x - x
+    np.testing.assert_allclose(flow.velocity(x, 0.3), expected, rtol=1e-10, atol=1e-12)

@@ -3,6 +3,8 @@
 Both kernels are tested wherever both apply: the matrix-product kernel (every d) and the direct kernel (d <= 4).
 """
 
+import os
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -243,3 +245,17 @@ def test_auto_takes_the_gpu_only_where_one_is_present_and_the_grid_does_not_appl
         assert binned.resolve_backend("auto", 1024, three_d, 0.1) == ("gpu" if present else "exact")
         assert binned.resolve_backend("auto", 40000, two_d, 0.1) == "binned"
         assert binned.resolve_backend("auto", 100, three_d[:100], 0.1) == "exact"
+
+
+def test_available_says_whether_torch_cuda_and_triton_are_there():
+    try:
+        import torch
+        import triton  # noqa: F401
+    except ImportError:
+        expected = False
+    else:
+        expected = torch.cuda.is_available() or os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+    assert gpu.available() is expected
+    if not expected:
+        with pytest.raises(RuntimeError, match="torch with a CUDA device and triton"):
+            gpu.require()

@@ -424,3 +424,12 @@ def test_default_path_is_bit_identical_in_a_fresh_process():
                            kernels.log_kde(q, x, 0.5)]).tobytes().hex()
     assert kernels.get_accelerator() == "numpy"
     assert runs[0] == runs[1] == here
+
+
+@given(queries_and_keys(), bandwidths)
+def test_kernel_logsumexp_matches_scipy_logsumexp(qk, h2):
+    q, k = qk
+    logits = -((q[:, None, :] - k[None, :, :]) ** 2).sum(-1) / (2 * h2)
+    expected = logsumexp(logits, axis=1)
+    np.testing.assert_allclose(kernels.kernel_logsumexp(q, k, h2), expected, rtol=1e-10,
+                               atol=1e-10 * (1 + np.abs(logits).max()))

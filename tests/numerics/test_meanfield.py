@@ -30,6 +30,24 @@ def test_variance_horizon_bad_input(kwargs, match):
         meanfield.variance_horizon(params.pop("x0"), params.pop("h2"), params.pop("target"), **params)
 
 
+def test_variance_horizon_is_the_crossing_of_euler_layers_written_out():
+    x0 = np.random.default_rng(8).normal(0.0, np.sqrt(2.0), (150, 1))
+    h2, target, eta = 0.5, 1.0, 0.1
+    tokens, variances = x0, [x0.var(ddof=1)]
+    while variances[-1] > target:
+        logits = -((tokens - tokens.T) ** 2) / (2 * h2)
+        weights = np.exp(logits - logits.max(axis=1, keepdims=True))
+        tokens = tokens + eta * (weights / weights.sum(axis=1, keepdims=True) @ tokens - tokens)
+        variances.append(tokens.var(ddof=1))
+    layers, (v0, v1) = len(variances) - 1, variances[-2:]
+    res = meanfield.variance_horizon(x0, h2, target, eta=eta, backend="exact")
+    assert res.layers == layers
+    np.testing.assert_allclose(res.variances, variances, rtol=1e-10)
+    np.testing.assert_allclose(res.depths, eta * np.arange(layers + 1), rtol=1e-12)
+    assert res.depth == pytest.approx(eta * (layers - 1 + (v0 - target) / (v0 - v1)), rel=1e-10)
+    assert res.fractional_layers == pytest.approx(layers - 1 + np.log(v0 / target) / np.log(v0 / v1), rel=1e-10)
+
+
 def test_mode_growth_bad_input():
     with pytest.raises(ValueError, match="margin"):
         meanfield.mode_growth_rate(1.0, 1.0, length=10.0, margin=6.0)

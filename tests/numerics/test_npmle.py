@@ -315,3 +315,13 @@ def test_reproducible_from_rng():
     np.testing.assert_array_equal(gen.atoms_, a.atoms_)
     other = NPMLE(SIGMA2, grid_size=50, rng=8).fit(plane)
     assert not np.array_equal(other.atoms_, a.atoms_)
+
+
+def test_fit_denoise_is_the_posterior_mean_of_the_fitted_prior():
+    x = batch(n=300)
+    est = NPMLE(SIGMA2)
+    out = est.fit_denoise(x)
+    keep = est.weights_ > 0
+    atoms, log_weights = est.atoms_[keep], np.log(est.weights_[keep])
+    logits = log_weights - ((x[:, None, :] - atoms[None, :, :]) ** 2).sum(axis=2) / (2 * SIGMA2)
+    np.testing.assert_allclose(out, special.softmax(logits, axis=1) @ atoms, rtol=1e-10, atol=1e-12)

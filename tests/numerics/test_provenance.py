@@ -173,3 +173,18 @@ def test_verify_refuses_a_store_it_cannot_read_before_running_anything(tmp_path,
     conn.close()
     assert cli.main(["verify", "--quick", "--only", "C4", "--workers", "1", "--out", str(tmp_path)]) == 2
     assert capsys.readouterr().err.startswith(f"attneb verify: {tmp_path / 'results.sqlite'} has store schema version 1")
+
+
+def test_the_fingerprint_is_the_sha256_of_the_sources_written_out():
+    """sha256 over every .py file of the four packages (the namespace's own files only), named by package and path."""
+    import hashlib
+    import importlib.util
+
+    digest = hashlib.sha256()
+    for name in ("attneb", "attneb.theory", "attneb.numerics", "attneb.proofs_check"):
+        for folder in importlib.util.find_spec(name).submodule_search_locations:
+            root = Path(folder)
+            files = [path for path in root.rglob("*.py") if name != "attneb" or path.parent == root]
+            for path in sorted(files, key=lambda path: path.relative_to(root).as_posix()):
+                digest.update(f"{name}/{path.relative_to(root).as_posix()}\0".encode() + path.read_bytes() + b"\0")
+    assert provenance.source_fingerprint() == f"{__import__('attneb').__version__}+src.{digest.hexdigest()[:12]}"

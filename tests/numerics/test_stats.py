@@ -1,4 +1,4 @@
-"""numerics.stats: the interval over per-group slopes against scipy and against linear_fit."""
+"""numerics.stats: every interval and fit against scipy or the formula written out."""
 
 from __future__ import annotations
 
@@ -9,6 +9,41 @@ from hypothesis import strategies as st
 from scipy import stats as sstats
 
 from attneb.numerics import stats
+
+
+@pytest.mark.parametrize("level", [0.95, 0.8])
+def test_mean_interval_is_scipys_t_interval(level):
+    v = np.random.default_rng(7).normal(1.5, 0.4, 9)
+    iv = stats.mean_interval(v, level)
+    low, high = sstats.t.interval(level, v.size - 1, loc=v.mean(), scale=sstats.sem(v))
+    assert (iv.n, iv.level) == (9, level)
+    np.testing.assert_allclose([iv.estimate, iv.low, iv.high], [v.mean(), low, high], rtol=1e-12)
+
+
+def test_linear_fit_is_least_squares_with_its_t_interval():
+    rng = np.random.default_rng(8)
+    x = np.linspace(0.0, 3.0, 12)
+    y = 0.7 - 1.3 * x + rng.normal(0, 0.2, x.size)
+    slope, intercept = np.polyfit(x, y, 1)
+    resid = y - intercept - slope * x
+    se = np.sqrt(resid @ resid / (x.size - 2) / ((x - x.mean()) @ (x - x.mean())))
+    half = sstats.t.ppf(0.975, x.size - 2) * se
+    fit = stats.linear_fit(x, y)
+    np.testing.assert_allclose([fit.slope.estimate, fit.slope.low, fit.slope.high, fit.intercept, fit.residual_std],
+                               [slope, slope - half, slope + half, intercept, resid.std(ddof=2)], rtol=1e-10)
+
+
+def test_loglog_slope_of_a_power_law_is_its_exponent():
+    x = np.array([16.0, 64.0, 256.0, 1024.0])
+    fit = stats.loglog_slope(x, 3.0 * x**-0.7)
+    assert fit.slope.estimate == pytest.approx(-0.7, rel=1e-12)
+    assert fit.intercept == pytest.approx(np.log(3.0), rel=1e-12)
+    assert fit.slope.high - fit.slope.low == pytest.approx(0.0, abs=1e-12)
+    noisy = 3.0 * x**-0.7 * np.exp([0.05, -0.05, 0.05, -0.05])
+    reference = sstats.linregress(np.log(x), np.log(noisy))
+    assert stats.loglog_slope(x, noisy).slope.estimate == pytest.approx(reference.slope, rel=1e-12)
+    with pytest.raises(ValueError, match="> 0"):
+        stats.loglog_slope(x, -x)
 
 
 def _balanced(rng, groups=5, xs=(0.25, 0.5, 1.0, 2.0)):
@@ -64,10 +99,10 @@ def test_group_slopes_interval_says_what_is_wrong(x, y, groups, message):
 
 def test_geometric_mean_interval_is_mean_interval_of_the_logs_mapped_back():
     v = np.exp(np.random.default_rng(4).normal(0.1, 0.5, 8))
-    logs = stats.mean_interval(np.log(v))
+    logs = sstats.t.interval(0.95, 7, loc=np.log(v).mean(), scale=sstats.sem(np.log(v)))
     iv = stats.geometric_mean_interval(v)
     assert iv.n == 8 and iv.estimate == pytest.approx(sstats.gmean(v), rel=1e-12)
-    np.testing.assert_allclose([iv.low, iv.high], np.exp([logs.low, logs.high]), rtol=1e-12)
+    np.testing.assert_allclose([iv.low, iv.high], np.exp(logs), rtol=1e-12)
 
 
 def test_geometric_mean_interval_scales_with_the_values():
@@ -93,10 +128,10 @@ def test_control_variate_interval_is_mean_interval_of_the_draws_adjusted_by_the_
     y0, c0 = _control_draws(rng, 500)
     y, c = _control_draws(rng, 2000)
     beta = np.linalg.lstsq(np.column_stack([np.ones(500), c0]), y0, rcond=None)[0][1:]  # intercept = centring
-    expected = stats.mean_interval(y - c @ beta)
+    adjusted = y - c @ beta
+    low, high = sstats.t.interval(0.95, adjusted.size - 1, loc=adjusted.mean(), scale=sstats.sem(adjusted))
     iv = stats.control_variate_interval(y, c, y0, c0)
-    np.testing.assert_allclose([iv.estimate, iv.low, iv.high], [expected.estimate, expected.low, expected.high],
-                               rtol=1e-10)
+    np.testing.assert_allclose([iv.estimate, iv.low, iv.high], [adjusted.mean(), low, high], rtol=1e-10)
     assert iv.n == 2000 and beta == pytest.approx([0.5, 0.0], abs=0.05)
 
 

@@ -20,6 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from attneb.numerics import estimators, experiments, priors, sweep
+from attneb.numerics.sweep import canonical, registry
 from tests.processes import alive, children_of
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -216,6 +217,35 @@ def test_spec_json_round_trip(sigma2, h2, T, n, seed):
     assert pickle.loads(pickle.dumps(spec)).key == spec.key
 
 
+def test_canonical_json_is_sorted_compact_json_of_plain_values():
+    value = {"b": np.float64(0.1), "a": (np.int64(3), np.array([1.5, 2.0])), "c": {"z": None, "y": [np.float32(0.5)]}}
+    plain = canonical.plain(value)
+    assert plain == {"b": 0.1, "a": [3, [1.5, 2.0]], "c": {"z": None, "y": [0.5]}}
+    assert type(plain["b"]) is float and type(plain["a"][0]) is int
+    assert canonical.canonical_json(value) == '{"a":[3,[1.5,2.0]],"b":0.1,"c":{"y":[0.5],"z":null}}'
+    with pytest.raises(ValueError):
+        canonical.canonical_json({"x": float("nan")})
+
+
+def test_build_prior_makes_the_family_with_its_parameters():
+    families = {"Discrete", "Gaussian", "GaussianMixture", "Laplace", "StudentT", "UniformBox", "UniformSphere"}
+    assert registry.prior_families() == {name: getattr(priors, name) for name in families}
+    prior = registry.build_prior({"family": "GaussianMixture", "means": [[-2.0], [2.0]], "var": 0.25})
+    assert isinstance(prior, priors.GaussianMixture) and prior.var == 0.25
+    np.testing.assert_array_equal(prior.means, [[-2.0], [2.0]])
+    built = sweep.RunSpec("e", {"family": "Laplace", "scale": 1.5, "dim": 2}, 0.5, 16, 0, "oracle").build_prior()
+    assert isinstance(built, priors.Laplace) and (built.scale, built.dim) == (1.5, 2)
+
+
+def test_runs_of_one_batch_share_its_key():
+    runs = sweep.Experiment.from_dict(config()).runs()
+    batches = {}
+    for run in runs:
+        batches.setdefault(run.batch_key, set()).add((canonical.canonical_json(run.prior), run.sigma2, run.n, run.seed))
+    assert all(len(batch) == 1 for batch in batches.values())
+    assert len(batches) == len({(run.n, run.seed) for run in runs}) == 4
+
+
 # ---------------------------------------------------------------------------------------------
 # Runs and rows
 # ---------------------------------------------------------------------------------------------
@@ -309,6 +339,16 @@ def test_failed_run_is_named_and_earlier_rows_are_kept(tmp_path, monkeypatch):
 # ---------------------------------------------------------------------------------------------
 
 
+def test_iter_results_yields_every_task_with_its_rows():
+    tasks = [[spec] for spec in sweep.Experiment.from_dict(config(n=[32], estimators=["linear", "oracle"])).runs()]
+    expected = [stable(sweep.run_batch(task)) for task in tasks]
+    with ThreadPoolExecutor(2) as pool:
+        for executor in (None, pool):
+            done = list(sweep.runner.iter_results(tasks, executor=executor))
+            assert sorted(map(id, (task for task, _ in done))) == sorted(map(id, tasks))
+            assert all(stable(rows) == expected[tasks.index(task)] for task, rows in done)
+
+
 def test_rerun_skips_finished_runs(tmp_path):
     path = tmp_path / "store.sqlite"
     experiment = sweep.Experiment.from_dict(config())
@@ -372,6 +412,18 @@ def test_clean_context_attends_over_the_clean_draws(tmp_path):
     est = estimators.StageTwoOnly(experiment.runs()[0].sigma2).fit(clean).denoise(noisy)
     assert rows["clean-context"]["mse"] == pytest.approx(np.mean((est - clean) ** 2), rel=1e-12)
     assert rows["clean-context"]["mse"] != rows["stage-two-only"]["mse"]
+
+
+def test_store_gives_back_what_was_added(tmp_path):
+    experiment = sweep.Experiment.from_dict(config(n=[32], seeds=[0], estimators=["linear", "oracle"]))
+    rows = sweep.run_batch(experiment.runs())
+    store = sweep.ResultStore(tmp_path / "s.db")
+    assert store.add(rows) == 2
+    back = {row["key"]: row for row in store.rows()}
+    assert back == {row["key"]: row | {"code": store.code} for row in rows}
+    store.close()
+    with pytest.raises(sqlite3.ProgrammingError, match="closed"):
+        store.rows()
 
 
 def test_records_keep_the_first_write_and_survive_reopening(tmp_path):

@@ -58,3 +58,26 @@ def test_bad_transformer_parameters(kwargs, match):
 def test_head_rejects_wrong_dimension():
     with pytest.raises(ValueError, match="d == 3"):
         AttentionHead.gaussian(2, 1.0)(np.zeros((1, 3)), np.zeros((2, 3)))
+
+
+def _attend(queries, keys, h2):
+    """Gaussian-kernel attention written out: a softmax of -|q - k|^2 / (2 h2) over the keys."""
+    logits = -((queries[:, None, :] - keys[None, :, :]) ** 2).sum(axis=2) / (2 * h2)
+    weights = np.exp(logits - logits.max(axis=1, keepdims=True))
+    return weights / weights.sum(axis=1, keepdims=True) @ keys
+
+
+def test_layers_written_out_with_a_softmax():
+    rng = np.random.default_rng(3)
+    x, queries = rng.normal(size=(30, 2)), rng.normal(size=(6, 2))
+    h2, sigma2, eta, layers = 0.2, 0.5, 0.25, 3
+    head = AttentionHead.gaussian(2, h2)
+    np.testing.assert_allclose(head(queries, x), _attend(queries, x, h2), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(ResidualAttentionLayer(head, eta)(x), x + eta * (_attend(x, x, h2) - x),
+                               rtol=1e-10, atol=1e-12)
+    tokens = x
+    for _ in range(layers):
+        tokens = tokens + eta * (_attend(tokens, tokens, h2) - tokens)
+    net = TwoStageTransformer(h2=h2, sigma2=sigma2, n_layers=layers, eta=eta)
+    np.testing.assert_allclose(net.stage_one(x), tokens, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(net(x, queries), _attend(queries, tokens, sigma2), rtol=1e-10, atol=1e-12)

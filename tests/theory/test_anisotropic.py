@@ -75,6 +75,7 @@ def test_best_depth_lies_between_the_per_direction_horizons(tau2s, sigma2, h2):
     assert excess == pytest.approx(anisotropic.excess_at_depth(tau2s, sigma2, h2, depth), rel=1e-15)
 
 
+@pytest.mark.slow  # about 11 s
 @SETTINGS
 @given(tau2_lists.filter(lambda v: max(v) > 1.05 * min(v)), variance, bandwidth)
 def test_best_depth_agrees_with_a_brute_force_grid_of_the_independent_route(tau2s, sigma2, h2):
@@ -153,3 +154,11 @@ def test_numbers_in_float_out():
     depth, excess = anisotropic_depth(np.array([0.25, 2.0]), 1, 0.1)
     assert isinstance(depth, float) and isinstance(excess, float)
     assert all(isinstance(v, float) for v in anisotropic.variances_at_depth([0.25, 2.0], 1, 0.1, depth))
+
+
+def test_argument_checks_return_valid_values_unchanged():
+    assert anisotropic.check_tau2s([0.25, 2, np.float64(1.5)]) == (0.25, 2.0, 1.5)
+    assert all(type(v) is float for v in anisotropic.check_tau2s([1, 2]))
+    assert anisotropic.check_depth(0.37) == 0.37 and anisotropic.check_depth(0) == 0.0
+    with pytest.raises(ValueError, match="T"):
+        anisotropic.check_depth(-1.0)

@@ -29,11 +29,19 @@ def test_unknown_name():
         theory.get_derivation("nope")
 
 
+def test_each_name_finds_its_module_and_its_derivation():
+    for name in NAMES:
+        module = theory.derivation_module(name)
+        assert module.__name__ == f"{theory.__name__}.{name}"
+        assert theory.get_derivation(name).name == name
+
+
 def test_lazy_and_cached():
     assert theory.get_derivation("depth_noise") is theory.DERIVATIONS["depth_noise"]
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.slow] if n == "anisotropic" else [])
+                                  for n in NAMES])  # anisotropic: about 27 s; verify's G4 check runs it too
 def test_derivation_checks(name):
     derivation = theory.get_derivation(name)
     report = derivation.check()

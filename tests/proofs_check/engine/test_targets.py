@@ -27,9 +27,8 @@ def _targets() -> dict[str, str]:
             for alt in chk.alternatives:
                 for s in alt.swaps:
                     found.setdefault(s.target, f"{where} (alternative {alt.name!r})")
-    for group, functions in REPORT_FUNCTIONS.items():
-        for target in functions:
-            found.setdefault(target, f"REPORT_FUNCTIONS[{group!r}]")
+    for target in REPORT_FUNCTIONS:
+        found.setdefault(target, "REPORT_FUNCTIONS (traced)")
     return found
 
 
