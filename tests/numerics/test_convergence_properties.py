@@ -124,6 +124,7 @@ HEAVY_TAILED_MIXTURE = (GaussianMixture([[1.0], [0.0]], [3 / 7, 4 / 7], var=0.1)
 LOW_NOISE_GAUSSIAN = (GaussianMixture([[0.0]], [1.0], var=1.0), 0.5)  # the edge of NOISE_RATIO
 
 
+@pytest.mark.slow  # about 38 s on 2 cores (its examples run up to N = 4096 on the exact path)
 @_fast
 @given(prior_and_noise(ratio=NOISE_RATIO))
 @example(HEAVY_TAILED_MIXTURE)

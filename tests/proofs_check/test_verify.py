@@ -28,7 +28,13 @@ def read_report(tmp_path):
     return json.loads((tmp_path / "report.json").read_text())
 
 
-@pytest.mark.parametrize("claim_id", NUMERIC_CLAIMS)
+#: Claims whose whole quick verify takes 10-60 s on 2 cores: their passing run is in the slow job (their checks
+#: pass on small designs in their own tests).
+SLOW_PASSES = {"C1", "C2", "C7", "C9", "G1", "G2", "G4", "S1"}
+
+
+@pytest.mark.parametrize("claim_id", [pytest.param(c, marks=[pytest.mark.slow] if c in SLOW_PASSES else [])
+                                      for c in NUMERIC_CLAIMS])
 def test_claim_passes_with_the_real_implementation(claim_id, tmp_path, capsys):
     assert verify(tmp_path, claim_id) == 0
     [entry] = read_report(tmp_path)["claims"]
@@ -144,12 +150,15 @@ BREAKAGES = {
 #: own tests break them in the default run (test_stability_checks.py: every registered alternative rejected on
 #: synthetic runs; test_anisotropic_checks.py: every wrong theory rejected).
 SLOW_BREAKAGES = {"S1", "G4"}
+#: Breakages of 10-20 s each whose claims are broken in the default run beside their checks too
+#: (test_mean_field_particles.py: G1's flow 5% too slow, G2's layers one percent short).
+SLOW_BREAKAGE_PAIRS = {("G1", "_gaussian_horizon_is_leading_order"), ("G2", "_layer_map_off_by_a_factor")}
 
 
 @pytest.mark.parametrize(
     "claim_id,breakage",
-    [pytest.param(c, b, marks=[pytest.mark.slow] if c in SLOW_BREAKAGES else []) for c, bs in BREAKAGES.items()
-     for b in bs],
+    [pytest.param(c, b, marks=[pytest.mark.slow] if c in SLOW_BREAKAGES or (c, b.__name__) in SLOW_BREAKAGE_PAIRS
+                  else []) for c, bs in BREAKAGES.items() for b in bs],
     ids=lambda v: getattr(v, "__name__", v),
 )
 def test_a_broken_implementation_fails_the_claim(claim_id, breakage, tmp_path, monkeypatch):
@@ -235,7 +244,12 @@ def _break_a_step(name, monkeypatch):
     monkeypatch.setattr(theory, "get_derivation", lambda n: broken if n == name else theory.DERIVATIONS[n])
 
 
-@pytest.mark.parametrize("name", theory.list_derivations())
+#: Derivations whose mutated build takes about 27 s (verify's G4 breakage and the mutants of tests/theory break it too).
+SLOW_DERIVATIONS = {"anisotropic"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.slow] if n in SLOW_DERIVATIONS else [])
+                                  for n in theory.list_derivations()])
 def test_a_wrong_derivation_step_fails_its_evidence(name, tmp_path, monkeypatch):
     _break_a_step(name, monkeypatch)
     evidence = derivations.derivation_evidence(name, Context(quick=True, out=tmp_path))

@@ -187,6 +187,7 @@ def fresh_derivations(monkeypatch):
         monkeypatch.setattr(module, "derivation", functools.cache(module.derivation.__wrapped__))
 
 
+@pytest.mark.slow  # 20-25 s each: every derivation built again
 @pytest.mark.parametrize("engine", ["gaussian_integral", "gaussian_expectation"])
 def test_a_perturbed_integrator_fails_every_derivation_that_uses_it(engine, monkeypatch, fresh_derivations):
     """``engine`` returns its value times 1 + 1/1000 while the derivations are built and checked."""

@@ -115,6 +115,7 @@ print(json.dumps({"pid": os.getpid(), "forked": forked, "spawned": spawned}))
 """
 
 
+@pytest.mark.slow  # about 16 s
 def test_after_start_server_the_pool_forks_from_it_while_the_environment_stays(plugin, tmp_path):
     # in a fresh interpreter: this one's fork server, if any, started in another test's environment
     out = subprocess.run([sys.executable, "-c", FORKS, plugin, str(tmp_path)], capture_output=True, text=True,

@@ -58,7 +58,12 @@ def assert_figure_drawn_and_redrawn(tmp_path, study, capsys):
 
 
 # E3's and E5's figures are tested with the second verify below, which runs their claims (S1, the slowest, and G3)
-@pytest.mark.parametrize("study", [s for s in CHECKS if s not in ("E3", "E5")])
+#: Studies whose figure test takes 15-45 s on 2 cores (a whole quick verify of their claims): run with -m slow.
+SLOW_FIGURES = {"E1", "E2", "E4"}
+
+
+@pytest.mark.parametrize("study", [pytest.param(s, marks=[pytest.mark.slow] if s in SLOW_FIGURES else [])
+                                   for s in CHECKS if s not in ("E3", "E5")])
 def test_verify_draws_the_figure_into_the_report_and_plot_redraws_it(study, tmp_path, capsys):
     verify(tmp_path, CHECKS[study][0])
     assert_figure_drawn_and_redrawn(tmp_path, study, capsys)
@@ -74,6 +79,7 @@ def test_plot_explains_what_is_missing(tmp_path, capsys):
     assert "holds no rows of E1-" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # about 60 s: S1's and G3's quick verify, twice
 def test_a_second_verify_reuses_the_stored_runs(tmp_path, monkeypatch, capsys):
     verify(tmp_path, "G3", "S1")
     first = report(tmp_path)
@@ -91,6 +97,7 @@ def test_a_second_verify_reuses_the_stored_runs(tmp_path, monkeypatch, capsys):
         assert [e["summary"] for e in second[claim_id]["evidence"]] == [e["summary"] for e in first[claim_id]["evidence"]]
 
 
+@pytest.mark.slow  # about 13 s
 def test_e3_records_resume_after_a_partial_run(tmp_path, monkeypatch):
     calls = []
     real = onset.run_one
@@ -156,7 +163,14 @@ def test_every_study_has_a_breakage():
     assert set(BREAKAGES) | {"E6", "E7"} == set(STUDIES)
 
 
-@pytest.mark.parametrize("study", list(BREAKAGES))
+#: Breakages whose verify takes 15-30 s (their claims are broken in the default run beside their checks:
+#: test_risk_experiments.py's E1 floors, test_verify.py's C9 without Stage 1, test_dimension.py's growth rate
+#: without damping; E2's breakage beside its checks is in the slow job too).
+SLOW_EXPERIMENT_BREAKAGES = {"E1", "E2", "E3", "E4"}
+
+
+@pytest.mark.parametrize("study", [pytest.param(s, marks=[pytest.mark.slow] if s in SLOW_EXPERIMENT_BREAKAGES else [])
+                                   for s in BREAKAGES])
 def test_a_broken_implementation_fails_the_experiment(study, tmp_path, monkeypatch):
     BREAKAGES[study](monkeypatch)
     claim_id, prefix = CHECKS[study]

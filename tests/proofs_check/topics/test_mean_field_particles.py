@@ -21,6 +21,9 @@ from attneb.proofs_check.topics.stability import onset as onset_checks
 from attneb.theory import depth_noise, stability
 from tests.proofs_check._small_stability import shrink_stability
 
+#: One test process computes the module's shared fixtures (pytest-xdist --dist loadgroup), not each.
+pytestmark = pytest.mark.xdist_group(name="mean-field runs")
+
 
 def registered(claim_id, func):
     return next(c for c in CLAIMS[claim_id].checks if c.func is func)
@@ -238,6 +241,7 @@ def test_onset_rejects_a_flat_structure_factor_and_the_wrong_rates_and_scales(on
         assert not evidence.passed, alt.name
 
 
+@pytest.mark.slow  # about 12 s: a superseded check
 def test_superseded_onset_check_passes_clumps_at_another_scale(onset):
     """Why it was superseded: its band [0.648, 1.40] k* lets clumps at 1.3 k* through (same criterion as before)."""
     ctx, _ = onset
@@ -249,6 +253,7 @@ def test_superseded_onset_check_passes_clumps_at_another_scale(onset):
     assert evidence.data["checks"]["mean clump wavenumber inside the band"], evidence.summary
 
 
+@pytest.mark.slow  # about 14 s (S1's breakage in the default run: test_dimension.py's growth rate without damping)
 def test_onset_fails_when_the_kernel_is_four_times_too_wide(tmp_path, monkeypatch):
     wider_kernels(monkeypatch, 4.0)
     evidence = onset_checks.onset_confirmatory(Context(quick=True, out=tmp_path, power=True))

@@ -25,6 +25,9 @@ from attneb.proofs_check.topics import designs
 from attneb.proofs_check.topics.stage2 import baselines, estimator_table, recovery
 from tests.proofs_check._small_convergence import shrink_convergence
 
+#: One test process computes the module's shared fixtures (pytest-xdist --dist loadgroup), not each.
+pytestmark = pytest.mark.xdist_group(name="risk-experiments store")
+
 #: The real E2 design (taken before the autouse fixture of conftest.py shrinks it).
 _REAL_DEPTH_CONFIGS = depth_noise_checks.depth_configs
 

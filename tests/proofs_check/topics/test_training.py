@@ -133,6 +133,7 @@ def test_a_question_that_raises_fails_verify(tmp_path, monkeypatch):
     assert json.loads((tmp_path / "report.json").read_text())["claims"][0]["status"] == "error"
 
 
+@pytest.mark.slow  # about 23 s: E6's quick training and its figures
 def test_verify_draws_the_figures_and_plot_redraws_them(tmp_path, capsys):
     assert _verify(tmp_path, "T1") == 0
     [entry] = json.loads((tmp_path / "report.json").read_text())["claims"]
@@ -154,6 +155,7 @@ def test_make_prior_names_the_unknown_prior():
         experiment.make_prior("cauchy", 1)
 
 
+@pytest.mark.slow  # about 12 s (T3 fails on synthetic runs in the default run: test_each_question_fails_...)
 def test_training_that_climbs_the_loss_answers_no_to_t3(tmp_path, monkeypatch, capsys):
     real = training._adam_step
     monkeypatch.setattr(training, "_adam_step", lambda params, grad, m, v, step, lr: real(

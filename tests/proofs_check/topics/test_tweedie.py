@@ -18,6 +18,9 @@ from attneb.proofs_check.engine.registry import CLAIMS, Context, alternative, sw
 from attneb.proofs_check.topics import designs
 from attneb.proofs_check.topics import tweedie as tweedie_checks
 
+#: One test process computes the module's shared fixtures (pytest-xdist --dist loadgroup), not each.
+pytestmark = pytest.mark.xdist_group(name="tweedie draws")
+
 CHECKS = {chk.func.__name__: chk for chk in CLAIMS["C10"].checks if chk.func.__module__ == tweedie_checks.__name__}
 TWEEDIE = ("tweedie_all_priors", "tweedie_finite_differences")
 NORMALISATION = "noisy_density_normalised"
@@ -84,7 +87,12 @@ def test_the_checks_are_registered_under_c10():
     assert all(chk.note.startswith("superseded by '") for chk in CHECKS.values() if not chk.gating)
 
 
-@pytest.mark.parametrize("name", list(CHECKS))
+#: The superseded risk checks, whose draws (about 17 s) only they use: their tests are in the slow job.
+SLOW_SUPERSEDED = {"bayes_risk_all_priors", "bayes_risk_first_priors"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.slow] if n in SLOW_SUPERSEDED else [])
+                                  for n in CHECKS])
 def test_checks_pass_on_the_real_priors(shared, real_evidence, name):
     evidence = real_evidence(name)
     assert evidence.passed, evidence.summary
@@ -164,7 +172,9 @@ def test_student_t_posterior_width_bounds_kappa5(df, scale, sigma2):
 
 def test_every_prior_method_is_covered_by_these_checks():
     covered = {target for chk in CHECKS.values() for target in chk.covers}
-    assert set(coverage.REPORT_FUNCTIONS["priors"]) <= covered
+    methods = ("noisy_logpdf", "noisy_score", "posterior_mean", "mmse")
+    traced = {t for t in coverage.REPORT_FUNCTIONS if t.startswith("attneb.numerics.priors:") and t.endswith(methods)}
+    assert len(traced) == 7 * len(methods) and traced <= covered  # every prior family's four methods
 
 
 def test_fresh_seeds_give_new_points(shared):
@@ -174,7 +184,8 @@ def test_fresh_seeds_give_new_points(shared):
     assert not np.array_equal(first[key]["xt"], other[key]["xt"])
 
 
-@pytest.mark.parametrize("name", [*TWEEDIE, RISK, *SUPERSEDED])
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.slow] if n in SLOW_SUPERSEDED else [])
+                                  for n in (*TWEEDIE, RISK, *SUPERSEDED)])
 def test_checks_fail_under_every_wrong_theory(shared, name):
     """Theory alternatives decide again on the cached measurements of the real run."""
     chk = CHECKS[name]
