@@ -3,11 +3,8 @@ interval (proofs_check.engine.replication.floor_fit_t, floor_resamples)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,8 +12,8 @@ from scipy import stats as sstats
 
 from attneb.numerics import stats
 from attneb.proofs_check.engine import replication
+from tests.benchmarks import load_script
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "calibration.py"
 N = np.array([256, 1024, 4096, 16384, 131072.0])
 
 
@@ -67,16 +64,8 @@ def test_floor_fit_t_needs_two_seeds():
         replication.floor_fit_t(N, _table(7, seeds=1))
 
 
-def _load_script():
-    spec = importlib.util.spec_from_file_location("calibration_script", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses resolve their annotations through the module
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_script_runs_writes_its_rows_and_resumes(tmp_path, capsys):
-    calibration = _load_script()
+    calibration = load_script("calibration")
     out = tmp_path / "rows.jsonl"
     only = "t-normal-S4,slopes-E5-quick-lognormal,floor_fit_t-E5-quick,group-slopes-T2-full,binomtest-S1-quick"
     assert calibration.main(["--trials", "40", "--seed", "3", "--only", only, "--json", str(out)]) == 0
@@ -94,7 +83,7 @@ def test_the_script_runs_writes_its_rows_and_resumes(tmp_path, capsys):
 
 
 def test_the_script_is_deterministic(tmp_path):
-    calibration = _load_script()
+    calibration = load_script("calibration")
     runs = []
     for name in ("a.jsonl", "b.jsonl"):
         calibration.main(["--trials", "60", "--only", "t-normal-S5", "--json", str(tmp_path / name)])
@@ -104,4 +93,4 @@ def test_the_script_is_deterministic(tmp_path):
 
 def test_only_must_select_a_row(tmp_path):
     with pytest.raises(SystemExit):
-        _load_script().main(["--only", "no-such-method", "--json", str(tmp_path / "x.jsonl")])
+        load_script("calibration").main(["--only", "no-such-method", "--json", str(tmp_path / "x.jsonl")])

@@ -2,20 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "check_costs.py"
-
-
-def _module():
-    spec = importlib.util.spec_from_file_location("check_costs", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.benchmarks import load_script
 
 
 def _report(cpu: dict[str, float], superseded: str = "old") -> dict:
@@ -25,7 +16,7 @@ def _report(cpu: dict[str, float], superseded: str = "old") -> dict:
 
 
 def test_the_table_lists_gating_checks_by_cost_with_their_least_power():
-    costs = _module()
+    costs = load_script("check_costs")
     quick, full = _report({"cheap": 1.0, "costly": 20.0}), _report({"cheap": 3.0, "costly": 90.0})
     power = {"claims": [], "power": {"checks": [
         {"claim": "Z1", "check": "costly", "size": {"rate": 0.05},
@@ -38,7 +29,7 @@ def test_the_table_lists_gating_checks_by_cost_with_their_least_power():
 
 
 def test_the_command_reads_report_files_and_refuses_other_json(tmp_path, capsys):
-    costs = _module()
+    costs = load_script("check_costs")
     (tmp_path / "q.json").write_text(json.dumps(_report({"a": 2.5})))
     assert costs.main(["--quick", str(tmp_path / "q.json")]) == 0
     assert "| Z1 | a | 2.5 |  |" in capsys.readouterr().out

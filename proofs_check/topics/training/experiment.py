@@ -351,6 +351,12 @@ def budget_slope(runs: list[dict], prior: str = "two-cluster") -> stats.SlopeFit
     return stats.linear_fit([run["sigma2"] for run in chosen], [_budget(run) for run in chosen], level=LEVEL)
 
 
+def predicted_budget_slope(runs: list[dict]) -> float:
+    """Slope of the predicted depth budget between the smallest and largest ``sigma2`` of ``runs``."""
+    s_values = sorted({run["sigma2"] for run in runs})
+    return (predicted_depth_budget(s_values[-1]) - predicted_depth_budget(s_values[0])) / (s_values[-1] - s_values[0])
+
+
 def _budget(run: dict) -> float:
     return run["budget"]
 
@@ -382,12 +388,12 @@ BUDGET_SLOPE_ALTERNATIVES = [
 def depth_budget_slope(ctx: Context) -> Evidence:
     runs = trained_runs(ctx)
     fit = budget_slope(runs)
-    s_values = sorted({run["sigma2"] for run in runs})
-    predicted = (predicted_depth_budget(s_values[-1]) - predicted_depth_budget(s_values[0])) / (s_values[-1] - s_values[0])
+    predicted = predicted_budget_slope(runs)
     half = (fit.slope.high - fit.slope.low) / 2
     contains = fit.slope.low <= predicted <= fit.slope.high
     passed = contains and half <= SLOPE_HALF_WIDTH
     chosen = [r for r in runs if r["prior"] == "two-cluster"]
+    s_values = sorted({run["sigma2"] for run in runs})
     medians = {f"{s:g}": float(np.median([_budget(r) for r in chosen if r["sigma2"] == s])) for s in s_values}
     robust = scipy_stats.theilslopes([_budget(r) for r in chosen], [r["sigma2"] for r in chosen], alpha=LEVEL)
     forward = [r for r in chosen if all(0 < e <= 1 for e in r["stage1_eta"])]
@@ -426,8 +432,7 @@ def budget_group_slopes(runs: list[dict], prior: str = "two-cluster") -> stats.I
 def depth_budget_group_slope(ctx: Context) -> Evidence:
     runs = trained_runs(ctx)
     interval = budget_group_slopes(runs)
-    s_values = sorted({run["sigma2"] for run in runs})
-    predicted = (predicted_depth_budget(s_values[-1]) - predicted_depth_budget(s_values[0])) / (s_values[-1] - s_values[0])
+    predicted = predicted_budget_slope(runs)
     half = (interval.high - interval.low) / 2
     contains = interval.low <= predicted <= interval.high
     pooled = budget_slope(runs)
