@@ -121,19 +121,23 @@ def leading_horizon(sigma2_value, h2_value):
 
     Parameters
     ----------
-    sigma2_value, h2_value : float or sympy expression
-        Noise variance and attention bandwidth, > 0.
+    sigma2_value, h2_value : float, array_like or sympy expression
+        Noise variance and attention bandwidth, > 0 (arrays broadcast against each other).
 
     Returns
     -------
-    float or sympy expression
+    float, ndarray or sympy expression
+        A float for numbers, a float64 array of the broadcast shape when an argument is an array.
     """
     arguments = {sigma2: (sigma2_value, "sigma2"), h2: (h2_value, "h2")}
     return evaluate(derivation().result_of(T_STAR), arguments, positive=arguments)
 
 
 def leading_layers(sigma2_value, h2_value, eta_value):
-    """Leading-order layer count :math:`L^* = \\sigma^2 / (2 \\eta h_2)` (not rounded)."""
+    """Leading-order layer count :math:`L^* = \\sigma^2 / (2 \\eta h_2)` (not rounded).
+
+    Numbers give a float, arrays (broadcast) a float64 array, sympy expressions an expression.
+    """
     arguments = {sigma2: (sigma2_value, "sigma2"), h2: (h2_value, "h2"), eta: (eta_value, "eta")}
     return evaluate(derivation().result_of(L_STAR), arguments, positive=arguments)
 
@@ -144,7 +148,8 @@ def gaussian_horizon(sigma2_value, tau2_value, h2_value):
     .. math:: T_G = \\frac{\\sigma^2}{2 h_2} + \\frac12 \\log\\frac{\\tau^2 + \\sigma^2}{\\tau^2}
 
     derived in :mod:`attneb.theory.gaussian` (variance ODE ``ds/dt = -2 h2 s / (s + h2)``
-    from ``s(0) = tau2 + sigma2`` down to ``tau2``).
+    from ``s(0) = tau2 + sigma2`` down to ``tau2``). Numbers give a float, arrays (broadcast) a
+    float64 array, sympy expressions an expression.
     """
     arguments = {gaussian.sigma2: (sigma2_value, "sigma2"), gaussian.tau2: (tau2_value, "tau2"),
                  gaussian.h2: (h2_value, "h2")}

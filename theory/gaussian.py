@@ -174,6 +174,7 @@ def stage2_bandwidth_family(s_value, sigma2_value, tau2_value):
     :math:`\sigma^2` on the family :math:`h = s\,\sigma^2/\tau^2` (both solved by sympy). The
     construction is its point :math:`s = \tau^2`, :math:`h = \sigma^2`; a Stage 1 that leaves the
     tokens at any other variance :math:`s` is equally good with the bandwidth :math:`h(s)`.
+    Numbers give a float, arrays (broadcast) a float64 array, sympy expressions an expression.
     """
     arguments = {s: (s_value, "s"), sigma2: (sigma2_value, "sigma2"), tau2: (tau2_value, "tau2")}
     return evaluate(_stage2_family(), arguments, positive=arguments)

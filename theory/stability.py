@@ -184,17 +184,25 @@ def growth_rate(k_value, h2_value):
 
     Parameters
     ----------
-    k_value : float or sympy expression
+    k_value : float, array_like or sympy expression
         Wavenumber (any real; the rate depends on ``k**2``).
-    h2_value : float or sympy expression
+    h2_value : float, array_like or sympy expression
         Bandwidth, > 0.
+
+    Returns
+    -------
+    float, ndarray or sympy expression
+        A float for numbers, a float64 array of the broadcast shape when an argument is an array.
     """
     arguments = {k: (k_value, "k"), h2: (h2_value, "h2")}
     return evaluate(derivation().result_of(LAMBDA), arguments, positive=(h2,))
 
 
 def fastest_mode(h2_value):
-    """Fastest-growing mode: ``(k*, lambda*) = (sqrt(2 / h2), 2 / e)``."""
+    """Fastest-growing mode: ``(k*, lambda*) = (sqrt(2 / h2), 2 / e)``.
+
+    ``h2`` a number gives two floats, an array two float64 arrays of its shape, an expression two expressions.
+    """
     d = derivation()
     arguments = {h2: (h2_value, "h2")}
     return (evaluate(d.result_of(K_STAR), arguments, positive=(h2,)),
@@ -205,7 +213,8 @@ def token_scaling(sigma2_value, h2_value):
     """Token count :math:`N_c = e^{2\\lambda^* T^*} = e^{2\\sigma^2/(e h_2)}` that finite-N fluctuations ask for.
 
     Fluctuations of relative size :math:`N^{-1/2}` stay small up to
-    :math:`T^* = \\sigma^2/(2h_2)` when :math:`N \\gg N_c`. A derived scaling, not a bound.
+    :math:`T^* = \\sigma^2/(2h_2)` when :math:`N \\gg N_c`. A derived scaling, not a bound. Numbers give a
+    float, arrays (broadcast) a float64 array, sympy expressions an expression.
     """
     arguments = {sigma2: (sigma2_value, "sigma2"), h2: (h2_value, "h2")}
     return evaluate(derivation().result_of(N_C), arguments, positive=(sigma2, h2))
@@ -222,15 +231,25 @@ def fluctuation_threshold(d_value, sigma2_value, h2_value, rho0_value, level_val
     ----------
     d_value : int
         Dimension, >= 1.
-    sigma2_value, h2_value : float
+    sigma2_value, h2_value : float or array_like
         Noise variance and bandwidth, > 0.
-    rho0_value : float
+    rho0_value : float or array_like
         Token density (per unit volume of R^d), > 0.
-    level_value : float
+    level_value : float or array_like
         Relative fluctuation of the kernel density estimate that counts as departed, > 0.
+
+    Returns
+    -------
+    float or ndarray
+        A float for numbers, a float64 array of the broadcast shape when an argument is an array.
     """
     if isinstance(d_value, bool) or not isinstance(d_value, (int, sp.Integer)) or d_value < 1:
         raise ValueError(f"d == {d_value!r}, must be an int >= 1")
     arguments = {sigma2: (sigma2_value, "sigma2"), h2: (h2_value, "h2"), rho0: (rho0_value, "rho0"),
                  level: (level_value, "level")}
-    return evaluate(derivation().result_of(N_C_DIM).subs(dim, d_value), arguments, positive=(sigma2, h2, rho0, level))
+    return evaluate(_threshold_in(int(d_value)), arguments, positive=(sigma2, h2, rho0, level))
+
+
+@cache
+def _threshold_in(d_value: int):
+    return derivation().result_of(N_C_DIM).subs(dim, d_value)

@@ -169,3 +169,68 @@ def test_stage2_family_makes_attention_over_gaussian_tokens_the_bayes_rule(s, si
 
     slope = (attention(m + 0.5) - attention(m - 0.5)) / 1.0
     assert slope == pytest.approx(tau2 / (tau2 + sigma2), rel=1e-9)
+
+
+# ----------------------------------------------------------------------------- arrays, and one build per expression
+
+
+def test_arrays_in_arrays_out_equal_to_the_scalar_calls():
+    import numpy as np
+
+    from attneb.theory.gaussian import stage2_bandwidth_family
+    from attneb.theory.stability import fluctuation_threshold
+
+    sigma2 = np.array([[0.5], [1.0], [2.0]])
+    h2 = np.array([0.05, 0.2, 0.5, 1.0])
+    cases = [
+        (leading_horizon, (sigma2, h2)),
+        (leading_layers, (sigma2, h2, 0.05)),
+        (gaussian_horizon, (sigma2, 0.7, h2)),
+        (growth_rate, (np.linspace(-3, 3, 7)[:, None], h2)),
+        (token_scaling, (sigma2, h2)),
+        (stage2_bandwidth_family, (sigma2, 1.0, h2)),
+        (lambda *a: fluctuation_threshold(2, *a), (sigma2, h2, 0.3, 0.2)),
+    ]
+    for function, arguments in cases:
+        values = function(*arguments)
+        shape = np.broadcast_shapes(*(np.shape(a) for a in arguments))
+        assert isinstance(values, np.ndarray) and values.shape == shape and values.dtype == np.float64
+        for index in np.ndindex(shape):
+            scalars = [float(np.broadcast_to(a, shape)[index]) for a in arguments]
+            assert values[index] == pytest.approx(function(*scalars), rel=1e-13)
+    k_star, rate_star = fastest_mode([0.5, 2.0])
+    assert k_star.tolist() == pytest.approx([2.0, 1.0]) and rate_star.tolist() == pytest.approx([2 / math.e] * 2)
+    assert leading_horizon([1.0], 0.5).tolist() == [1.0]  # lists count as arrays
+
+
+def test_bad_array_entries_are_named_with_their_index():
+    import numpy as np
+
+    with pytest.raises(ValueError, match=r"^h2\[1\] == -0.5, every entry must be finite and > 0"):
+        leading_horizon(1.0, np.array([0.5, -0.5]))
+    with pytest.raises(ValueError, match=r"^k\[0, 1\] == nan, every entry must be finite$"):
+        growth_rate(np.array([[1.0, np.nan]]), 0.5)
+    with pytest.raises(TypeError, match="sigma2 must be real numbers"):
+        leading_horizon(["a", "b"], 0.5)
+    with pytest.raises(ValueError, match=r"shapes do not broadcast \(sigma2: \(2,\), h2: \(3,\)\)"):
+        leading_horizon(np.ones(2), np.ones(3))
+    with pytest.raises(ValueError, match="not finite in float64"):
+        token_scaling(np.array([1.0, 1000.0]), 0.01)  # exp(2 * 1000 / (e 0.01)) overflows
+
+
+def test_the_numeric_function_of_an_expression_is_built_once(monkeypatch):
+    import numpy as np
+    import sympy as sp
+
+    from attneb.theory import _evaluate
+
+    built = []
+    lambdify = sp.lambdify
+    monkeypatch.setattr(_evaluate.sp, "lambdify", lambda *a, **k: built.append(a) or lambdify(*a, **k))
+    _evaluate._scalar_function.cache_clear()
+    _evaluate._array_function.cache_clear()
+    for h2 in (0.1, 0.2, 0.3):
+        token_scaling(1.0, h2)
+    token_scaling(np.ones(3), 0.5)
+    token_scaling(np.ones(2), np.ones(2))
+    assert len(built) == 2  # one scalar function, one array function
