@@ -13,10 +13,10 @@ of :data:`DEPTHS` (times :math:`T^*`), on seeds of its own.
 
 Decision, from the theory and fixed before the runs: a leading-order relation leaves a relative error
 :math:`O(h_2/\sigma^2)` (:math:`h_2/\sigma^2` = 0.15 at ``N = 16384``, 0.125 at 131072), so the best depth should
-lie within a factor :data:`BAND` of :math:`T^*`. For a gap with one minimum in depth, "the gap at :math:`T^*` is
-below the gaps at :math:`T^*/1.25` and :math:`1.25\,T^*`" is the same statement as "the best depth lies in
-:math:`(T^*/1.25, 1.25\,T^*)`": the check decides it paired over seeds, for both priors, in-sample and on fresh
-noisy queries (new draws from the prior, not in the context).
+lie within a factor :data:`BAND` of :math:`T^*`. The check reads each seed's best depth :math:`T_{\min}` (the vertex
+of a parabola in :math:`\log T` around the seed's grid minimum, :func:`best_depths`) and decides on the 95%
+t-interval over seeds of the mean of :math:`\log(T_{\min}/T^*)`: it must lie within :math:`(-\log 1.25, \log 1.25)`,
+for both priors, in-sample and on fresh noisy queries (new draws from the prior, not in the context).
 """
 
 from __future__ import annotations

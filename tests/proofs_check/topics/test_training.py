@@ -163,6 +163,7 @@ def test_training_that_climbs_the_loss_answers_no_to_t3(tmp_path, monkeypatch, c
     assert _verify(tmp_path, "T3") == 0
     [entry] = json.loads((tmp_path / "report.json").read_text())["claims"]
     assert entry["status"] == "fail" and entry["evidence"][0]["status"] == "fail"
+    assert "Non-inferiority not shown (upper bound above 0.01), so failing: " in entry["evidence"][0]["summary"]
     assert "T3   ANSWER NO" in capsys.readouterr().out
 
 
