@@ -187,7 +187,8 @@ CRITERION = (
     "t-interval over seeds of the least-squares slope (with intercept) of the measured excess on "
     "anisotropic.excess_at_depth over the depths lies within [0.9, 1.1]; (iii) the 95% t-interval over seeds of "
     "the measured risk-minimising depth (vertex of the parabola fitted to the lowest grid point and two on "
-    "either side) minus depth_noise.anisotropic_depth lies within +-0.03; (iv) that interval of the measured "
+    "either side, the five-point window clipped to the grid at its ends, the vertex taken whatever the sign of the "
+    "curvature) minus depth_noise.anisotropic_depth lies within +-0.03; (iv) that interval of the measured "
     "depth lies strictly between the smallest and the largest T_G."
 )
 

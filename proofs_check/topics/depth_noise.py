@@ -214,7 +214,7 @@ def _meets(interval, low: float, high: float) -> bool:
 _E2_DESIGN = ("Gaussian prior N(0, tau2), sigma2 = 0.5, Euler layers of step 0.05, N in {4096, 16384, 65536} "
               "(4 seeds quick, 10 full), five depths T* + 0.05 k, k = k_c - 2 .. k_c + 2, k_c = round(20 c) with "
               "c = (1/2) log(1 + sigma2/tau2); minimiser at each N = vertex of the least-squares parabola in log(mean "
-              "gap to Bayes on fresh queries) over the five depths; finite-N model fixed "
+              "gap to Bayes on fresh queries) over the five depths (the grid minimum where that parabola is not convex); finite-N model fixed "
               "in advance: T_min(N) = T_inf - b N^(-1/2), weighted least squares over the three N (weights 1/bootstrap "
               "variance); interval of T_inf = estimate +- t_{S-1} sqrt(S/(S-1)) x its standard deviation over 2000 "
               "resamples of the S seeds (shared across N)")
@@ -290,7 +290,7 @@ _LEADING_ALTERNATIVES = [
     "C6", "E2, leading order: the minimising depth grows like T* = sigma2/(2 h2) as h2 halves (O(1) remainder)",
     criterion=f"{_E2_DESIGN}. For every tau2 simulated at both h2 = 0.25 and 0.125 (tau2 = 1 quick; 1 and 0.25 full): "
     "the slope (T_inf(0.125) - T_inf(0.25)) / (T*(0.125) - T*(0.25)), T* = theory.depth_noise.leading_horizon read at "
-    "call time, has its 95% interval (Bonferroni over the tau2; the two T_inf independent, their standard errors "
+    "call time, has its interval at level 1 - 0.05/(number of such tau2) (Bonferroni: 95% quick, 97.5% full; the two T_inf independent, their standard errors "
     "added in quadrature, t with S-1 degrees of freedom) containing 1, and both minimisers are bracketed by the grid "
     "at the largest N (its grid minimum is not at an end of the grid)",
     replication="subsample",

@@ -618,9 +618,9 @@ TUNED_CRITERION = (
     "1 + 1/L, 3/2, 2} (quick {1, 1 + 1/L, 3/2}), L equal residual steps T/L of any size (the annealed flow's steps "
     "exceed 1 too), and the annealed flow its c from {1/8, 1/4, 1/2, 1, 2, 4}; on the fresh contexts each Stage 1 is "
     "followed by Stage 2 at bandwidth sigma2 and scored by the in-sample gap to Bayes. Passes when (i) in no case the "
-    "upper 95% t-bound over contexts of mean log(gap annealed / gap tuned fixed) lies below -log(1.1) (the annealed "
+    "upper end of the two-sided 95% t-interval (a one-sided 97.5% bound) over contexts of mean log(gap annealed / gap tuned fixed) lies below -log(1.1) (the annealed "
     "flow gains more than 10% nowhere), and (ii) at the largest N, the per-context mean over the cases of "
-    "log(gap annealed / gap tuned fixed) has a lower 95% t-bound above 0 (the tuned fixed bandwidth wins on average). "
+    "log(gap annealed / gap tuned fixed) has the lower end of its two-sided 95% t-interval above 0 (the tuned fixed bandwidth wins on average). "
     "(Set after pilots on contexts of their own, see the note: the annealed flow did not beat the tuned fixed "
     "bandwidth in any case.)"
 )

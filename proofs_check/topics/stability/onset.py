@@ -213,7 +213,9 @@ CONFIRMATORY_CRITERION = (
     "when the runs with their clump wavenumber in the band where growth_rate >= 3/4 of growth_rate(k*) are more "
     "than a flat structure factor gives (one-sided exact binomial test against the fraction of grid points in "
     "the band, p < 0.01) and the 95% t-interval over runs of the mean clump wavenumber / k* lies within "
-    "[0.9, 1.1]. The check passes when (a) and (b) pass."
+    "[0.9, 1.1]. t_c is interpolated linearly in log band power between the samples every 2 layers; a run that never "
+    "reaches the departure level has no coefficient, which fails (a); the binomial test counts every run, the "
+    "wavenumber interval the runs that clumped. The check passes when (a) and (b) pass."
 )
 
 

@@ -147,7 +147,7 @@ def npmle_cases():
     "256 exemplar atoms), sigma2 = 0.5: (i) l(w_NPMLE) >= l(w_EM) - 1e-9 with w_EM after 300 plain EM steps from the "
     "uniform prior on the same atoms; (ii) max_k g_k(w_NPMLE) - 1 <= 1e-5 (so l(w_NPMLE) is within 1e-5 nats of the "
     "maximum over the atoms' simplex); (iii) the reported loglik_ equals l(w_NPMLE) recomputed by log-sum-exp within "
-    "1e-9 (relative); (iv) denoise(400 fresh noisy queries) equals sum_k softmax_k(log w_k - |q - a_k|^2/(2 sigma2)) a_k "
+    "1e-9 (relative to max(1, |l|)); (iv) denoise(400 fresh noisy queries) equals sum_k softmax_k(log w_k - |q - a_k|^2/(2 sigma2)) a_k "
     "over the fitted atoms and weights within 1e-9 (relative to the queries' scale); all recomputed independently "
     "of numerics.npmle",
     replication="none",

@@ -34,9 +34,10 @@ C7_SIGMA2, C7_H2, C7_ETA = 0.7, 0.2, 0.1
 @check(
     "C7", "Stage 2 = posterior mean under the refined empirical prior",
     criterion=f"with sigma2 = {C7_SIGMA2}, h2 = {C7_H2}, eta = {C7_ETA}: the denoiser's horizon equals T* = sigma2/(2 h2) "
-    "of theory.depth_noise (to 1e-12), and |TwoStageDenoiser.denoise - Discrete(refined tokens).posterior_mean at "
+    "of theory.depth_noise, and |TwoStageDenoiser.denoise - Discrete(refined tokens).posterior_mean at "
     f"bandwidth sigma2|, |TwoStageDenoiser.denoise - TwoStageTransformer(L = round(T*/eta) layers)| and, for L = 0, "
-    f"|StageTwoOnly.denoise - Discrete(noisy tokens).posterior_mean at sigma2| are <= {IDENTITY_TOL:g}",
+    f"|StageTwoOnly.denoise - Discrete(noisy tokens).posterior_mean at sigma2| are <= {IDENTITY_TOL:g} (the horizon's "
+    "difference from T* too)",
     alternatives=[
         alternative("Stage-2 bandwidth 2 sigma2", "the posterior mean taken at noise 2 sigma2",
                     swap(f"{__name__}:stage_two_bandwidth", lambda real: (lambda s2, h2: 2 * s2))),

@@ -275,8 +275,10 @@ def recovery_needs_stability(ctx: Context) -> Evidence:
     "once N < N_c (S1's bound)",
     criterion="along h2 = 0.5 N^(-1/4) (T = T*): the log-log slope of the in-sample gap over the N with N >= 10 N_c, "
     "fitted to each seed's points alone, has the 95% Student-t interval of its mean over seeds (S - 1 degrees of "
-    "freedom) below 0 for every prior, and for every prior whose largest N is below N_c the gap there exceeds the "
-    "smallest mean gap over N (paired 95% t-interval above 0), which is reached at N >= N_c",
+    "freedom) below 0 for every prior, each prior having at least 3 two-stage points over at least 2 distinct N with "
+    "N >= 10 N_c (else it fails); at least one prior's largest N lies below N_c (else it fails), and for every such "
+    "prior the gap there exceeds the smallest mean gap over N (paired 95% t-interval above 0), which is reached at "
+    "N >= N_c",
     replication="subsample",
     alternatives=SCOPE_ALTERNATIVES,
     note="replaces the pooled-interval scope check (issue 24), criterion fixed before its first run: the same design "

@@ -455,8 +455,9 @@ def relative_excess(case: list[dict], against: str = "constructed") -> stats.Int
 
 
 @check("T3", "E6: trained risk no worse than the construction (non-inferiority, every case)",
-       criterion=f"in every case (prior, d, sigma2) the upper {LEVEL:.0%} t-bound over seeds of trained risk / "
-                 f"constructed risk - 1 (same evaluation contexts) is <= {NONINFERIORITY_MARGIN:g}",
+       criterion=f"in every case (prior, d, sigma2) the upper end of the two-sided {LEVEL:.0%} t-interval over "
+                 f"seeds (a one-sided {1 - (1 - LEVEL) / 2:.1%} bound) of trained risk / constructed risk - 1 (same "
+                 f"evaluation contexts) is <= {NONINFERIORITY_MARGIN:g}",
        alternatives=[
            alternative(f"trained = construction x {factor:g}", f"every trained risk replaced by the construction's "
                        f"risk on the same context times {factor:g}",

@@ -181,7 +181,7 @@ def gradient_matches(ctx: Context) -> Evidence:
        criterion=f"as the check near the initialisation, at the parameters of 'network at trained-like parameters' "
                  f"(d in {{1, 2, 3}}, both parametrizations, L = 4, two contexts of 64 tokens): max |gradient - "
                  f"differences| <= {GRADIENT_RTOL:g} x max |differences| (step {FD_STEP_TRAINED_LIKE:g}) and the loss "
-                 "equal to the MSE of denoise (added after the referee, as that check)",
+                 "equal to the MSE of denoise to a relative 1e-12 (added after the referee, as that check)",
        covers=("attneb.numerics.training:loss_and_gradient",),
        alternatives=[
            alternative("backward without the key path", "the gradient through the keys and values dropped",

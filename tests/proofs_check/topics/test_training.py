@@ -206,3 +206,21 @@ def test_trained_like_parameters_cover_the_ranges_training_reaches(kind):
     assert network.stage1_eta_.min() < -2 and network.stage1_eta_.max() > 1.2
     if kind == "scalar":
         assert (network.stage1_h2_ / 0.5).min() < 0.25 and (network.stage1_h2_ / 0.5).max() > 150
+
+
+def test_t3_decides_on_the_two_sided_interval_as_its_criterion_says(monkeypatch, tmp_path):
+    """Relative excesses whose one-sided 95% upper bound (0.005) meets the margin but whose two-sided 95% upper end
+    (0.020) does not: T3 must fail, as its criterion (the upper end of the two-sided interval) says."""
+    z = np.array([-1.5, -0.5, 0.5, 1.5])
+    excess = -0.0376 + 0.0362 * z / z.std(ddof=1)
+    interval = experiment.stats.mean_interval(excess, level=experiment.LEVEL)
+    one_sided = experiment.stats.mean_interval(excess, level=2 * experiment.LEVEL - 1)
+    assert one_sided.high <= experiment.NONINFERIORITY_MARGIN < interval.high
+    runs = [{"prior": prior, "d": 1, "sigma2": 0.5, "seed": s,
+             "risks": {"constructed": [1.0, 1.0], "trained": [1.0 + e, 1.0 + e], "tuned": [1.0, 1.0]}}
+            for prior in experiment.PRIORS for s, e in enumerate(excess)]
+    monkeypatch.setattr(experiment, "trained_runs", lambda ctx: runs)
+    monkeypatch.setattr(experiment, "risk_table", lambda runs: "")
+    assert not experiment.trained_against_construction(Context(quick=True, out=tmp_path)).passed
+    assert "two-sided 95% t-interval over seeds (a one-sided 97.5% bound)" in next(
+        c.criterion for c in CLAIMS["T3"].checks if c.func is experiment.trained_against_construction)

@@ -261,3 +261,22 @@ def test_a_broken_stage_one_fails_both_threshold_checks(tmp_path, monkeypatch):
         evidence = func(ctx)
         assert not evidence.passed and "slope of log(N eps^2) on log N" in evidence.summary.split("FAILED")[1]
         assert min(evidence.data["rows"]["2"]["slopes"]) > 0.5
+
+
+def test_n_c_must_increase_with_d_disjointly_as_the_criterion_says():
+    """(c): overlapping N_c(d) intervals fail even when their estimates increase with d."""
+    design = SUCCESSOR(True)
+    horizon = dimension._dimension_layers() * onset.ETA
+    n_c = {d: 1000 * dimension.predicted_fluctuation(d, 1000, horizon) / dimension.DIM_LEVEL**2 for d in (1, 2)}
+    # a d = 1 ratio that puts N_c(1)'s interval just over N_c(2)'s lower end, estimates still increasing
+    ratio = {1: 0.9 * 0.97 * n_c[2] / n_c[1], 2: 0.9}
+    scatter = {1: 0.3, 2: 0.3}
+    decided = dimension.decide_threshold(synthetic_runs(design, ratio, scatter=scatter, seed=3), design)
+    low_2, high_1 = decided["rows"][2]["ratio"][1] * n_c[2], decided["rows"][1]["ratio"][2] * n_c[1]
+    estimates = [decided["rows"][d]["ratio"][0] * n_c[d] for d in (1, 2)]
+    assert estimates[0] < estimates[1] and low_2 <= high_1  # increasing, overlapping
+    assert decided["checks"]["N_c increases with d"] is False
+    apart = {**ratio, 1: 0.5 * n_c[2] / n_c[1]}
+    assert dimension.decide_threshold(synthetic_runs(design, apart, scatter=scatter, seed=3),
+                                      design)["checks"]["N_c increases with d"] is True
+    assert "disjointly (each lower end above the previous d's upper end" in dimension.SUCCESSOR_CRITERION
