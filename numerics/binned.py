@@ -196,9 +196,20 @@ def _majorant(n: int, tau: float, alpha: float) -> float:
     ``s + t`` is a sliding maximum of the cell bounds, and :math:`e^{s^2/(2\alpha)}` is taken at
     the right end of the cell of ``s``. Beyond ``s = 40`` the function is below 1e-100 and
     decreasing (``alpha <= 2.5``, ``tau <= 1``, ``n <= 9``); ``alpha = inf`` drops the last factor.
+    The bound depends on ``tau`` only through the cells it spans, ``ceil(tau / h)``: it is computed once
+    per ``(n, cells, alpha)`` (a grid plan's root search asks for the same cells many times).
     """
-    h, cells = 1e-3, 40000
-    reach = int(np.ceil(tau / h))
+    return _majorant_over_cells(n, int(np.ceil(tau / _MAJORANT_CELL)), alpha)
+
+
+#: Width of the cells on which :func:`_majorant` bounds its function, and how many of them it scans.
+_MAJORANT_CELL, _MAJORANT_CELLS = 1e-3, 40000
+
+
+@lru_cache(maxsize=16384)
+def _majorant_over_cells(n: int, reach: int, alpha: float) -> float:
+    """:func:`_majorant` for a window of ``reach`` cells on each side."""
+    h, cells = _MAJORANT_CELL, _MAJORANT_CELLS
     u = np.abs(np.arange(-reach, cells + reach + 1) * h)  # ends of the fine cells; phi is even
     phi = np.abs(hermite_e.hermeval(u, [0] * n + [1])) * np.exp(-(u**2) / 2)
     near, far = np.minimum(u[:-1], u[1:]), np.maximum(u[:-1], u[1:])
