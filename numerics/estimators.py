@@ -94,19 +94,49 @@ class TwoStageDenoiser(Denoiser):
         self.backend = backend
         self.tol = tol
 
-    def _fit(self, noisy):
+    def _stage_one(self) -> dict:
+        """The validated Stage-1 arguments: ``h2``, ``T`` (the horizon used), ``eta``, ``method``, ``backend``, ``tol``."""
         sigma2 = check_positive(self.sigma2, "sigma2")
         h2 = check_positive(self.h2, "h2")
         T = flow.leading_horizon(sigma2, h2) if self.T is None else check_nonnegative(self.T, "T")
         eta = check_interval(self.eta, "eta", 0.0, 1.0, closed="right")
         method = check_option(self.method, "method", flow.SOLVERS)
         backend, tol = _check_backend(self.backend, self.tol)
-        self.particles_ = flow.particle_flow(noisy, h2, T, eta=eta, method=method, backend=backend, tol=tol)
+        return {"h2": h2, "T": T, "eta": eta, "method": method, "backend": backend, "tol": tol}
+
+    def _fitted(self, particles, T, eta, method):
+        self.particles_ = particles
         self.T_ = T
         self.n_layers_ = flow.n_layers(T, eta) if method == "euler" else None
 
+    def _fit(self, noisy):
+        a = self._stage_one()
+        particles = flow.particle_flow(noisy, a["h2"], a["T"], eta=a["eta"], method=a["method"], backend=a["backend"],
+                                       tol=a["tol"])
+        self._fitted(particles, a["T"], a["eta"], a["method"])
+
     def _denoise(self, queries):
         return stage_two(queries, self.particles_, self.sigma2, backend=self.backend, tol=self.tol)
+
+    def fit_depths(self, noisy, depths) -> list["TwoStageDenoiser"]:
+        """Copies of this denoiser with ``T`` set to each of ``depths``, each fitted on ``noisy``.
+
+        Each equals ``TwoStageDenoiser(**{**self.get_params(), "T": depth}).fit(noisy)`` bit for bit; with
+        ``method="euler"`` Stage 1 runs once per distinct step (:func:`attneb.numerics.flow.particle_flow_at`),
+        so a grid of depths costs about the layers of its deepest point.
+        """
+        copies = [type(self)(**{**self.get_params(), "T": depth}) for depth in depths]
+        if self.method != "euler" or not copies:
+            return [copy.fit(noisy) for copy in copies]
+        noisy = check_array(noisy, "noisy")
+        arguments = [copy._stage_one() for copy in copies]
+        a = arguments[0]
+        paths = flow.particle_flow_at(noisy, a["h2"], [b["T"] for b in arguments], eta=a["eta"], backend=a["backend"],
+                                      tol=a["tol"])
+        for copy, b, particles in zip(copies, arguments, paths):
+            copy._fitted(particles, b["T"], b["eta"], b["method"])
+            copy.n_features_in_ = noisy.shape[1]
+        return copies
 
 
 def _check_backend(backend, tol):
@@ -189,6 +219,26 @@ class StageTwoOnly(Denoiser):
 
     def _denoise(self, queries):
         return stage_two(queries, self.particles_, self.sigma2, backend=self.backend, tol=self.tol)
+
+    def fit_depths(self, noisy, depths) -> list["TwoStageDenoiser"]:
+        """Copies of this denoiser with ``T`` set to each of ``depths``, each fitted on ``noisy``.
+
+        Each equals ``TwoStageDenoiser(**{**self.get_params(), "T": depth}).fit(noisy)`` bit for bit; with
+        ``method="euler"`` Stage 1 runs once per distinct step (:func:`attneb.numerics.flow.particle_flow_at`),
+        so a grid of depths costs about the layers of its deepest point.
+        """
+        copies = [type(self)(**{**self.get_params(), "T": depth}) for depth in depths]
+        if self.method != "euler" or not copies:
+            return [copy.fit(noisy) for copy in copies]
+        noisy = check_array(noisy, "noisy")
+        arguments = [copy._stage_one() for copy in copies]
+        a = arguments[0]
+        paths = flow.particle_flow_at(noisy, a["h2"], [b["T"] for b in arguments], eta=a["eta"], backend=a["backend"],
+                                      tol=a["tol"])
+        for copy, b, particles in zip(copies, arguments, paths):
+            copy._fitted(particles, b["T"], b["eta"], b["method"])
+            copy.n_features_in_ = noisy.shape[1]
+        return copies
 
 
 class TweedieKDE(Denoiser):

@@ -43,7 +43,8 @@ from .validation import (
     check_positive_int,
 )
 
-__all__ = ["FlowResult", "SOLVERS", "Solver", "energy", "leading_horizon", "n_layers", "particle_flow", "velocity"]
+__all__ = ["FlowResult", "SOLVERS", "Solver", "energy", "leading_horizon", "n_layers", "particle_flow",
+           "particle_flow_at", "velocity"]
 
 
 @dataclass(frozen=True)
@@ -212,6 +213,76 @@ def _ode(x0, h2, T, depths, rtol, atol, budget_bytes, plan=None):
     return states[float(T)], saved
 
 
+def _flow(x0, h2, T, eta, method, depths, rtol, atol, budget_bytes, backend, tol):
+    """Validated Stage 1: ``(tokens at T, [(depth, tokens) at each of depths]``, in the order of ``x0``."""
+    plan = _plan(backend, x0, h2, tol)
+    # the private solvers keep their positional signature (tests substitute them); the binned
+    # path runs on tokens sorted once by grid cell, so that every layer's grid accesses stay local
+    extra, order = ({} if plan is None else {"plan": plan}), None
+    if isinstance(plan, binned.GridPlan):
+        order = binned.spatial_order(x0, plan.spacing)
+        x0 = x0[order]
+    if T == 0:
+        tokens, saved = x0, [(0.0, x0)] * (0 if depths is None else len(depths))
+    elif method == "euler":
+        tokens, saved = _euler(x0, h2, T, eta, depths, budget_bytes, **extra)
+    else:
+        tokens, saved = _ode(x0, h2, T, depths, rtol, atol, budget_bytes, **extra)
+    if order is not None:
+        inverse = np.empty_like(order)
+        inverse[order] = np.arange(len(order))
+        tokens, saved = tokens[inverse], [(t, x[inverse]) for t, x in saved]
+    return tokens, saved
+
+
+def particle_flow_at(x0, h2, depths, *, eta=0.05, budget_bytes=kernels.DEFAULT_BUDGET_BYTES, backend="auto",
+                     tol=1e-9) -> list[np.ndarray]:
+    r"""Euler Stage 1 to each of several depths, each result equal, bit for bit, to its own :func:`particle_flow`.
+
+    ``particle_flow(x0, h2, T, eta=eta)`` takes ``n_layers(T, eta)`` layers of step
+    :math:`T / \mathrm{n\_layers}(T, \eta)`. Depths whose steps are the same float lie on one path: it is run
+    once, to the largest of them, and the tokens are kept at the others' layers (the kernel path is chosen
+    from ``x0`` in both, so every layer computes the same numbers). A grid of depths spaced by multiples of
+    ``eta`` costs the layers of its deepest point and of one depth per distinct step, instead of all of them.
+
+    Parameters
+    ----------
+    x0 : array_like, shape (N, d)
+        The noisy context tokens at depth 0.
+    h2 : float
+        Kernel bandwidth of every layer, > 0.
+    depths : sequence of float
+        Horizons, >= 0, in any order (repeats allowed).
+    eta, budget_bytes, backend, tol
+        As in :func:`particle_flow`.
+
+    Returns
+    -------
+    list of ndarray, shape (N, d) each
+        The tokens at ``depths[k]``, in the order given.
+    """
+    x0 = check_array(x0, "x0")
+    h2 = check_positive(h2, "h2")
+    eta = check_interval(eta, "eta", 0.0, 1.0, closed="right")
+    budget_bytes = check_positive_int(budget_bytes, "budget_bytes")
+    tol = check_interval(tol, "tol", 0.0, 1.0, closed="neither")
+    horizons = [check_nonnegative(T, f"depths[{k}]") for k, T in enumerate(depths)]
+    if not horizons:
+        raise ValueError("depths == [] must name at least one depth")
+    paths: dict[float, list[float]] = {}
+    for T in horizons:
+        if T > 0:
+            paths.setdefault(T / n_layers(T, eta), []).append(T)
+    at = {0.0: x0}
+    for step_depths in paths.values():
+        ends = sorted(set(step_depths))
+        tokens, saved = _flow(x0, h2, ends[-1], eta, "euler", np.array(ends[:-1]) if len(ends) > 1 else None,
+                              1e-8, 1e-10, budget_bytes, backend, tol)
+        at.update({T: x for T, (_, x) in zip(ends[:-1], saved)})
+        at[ends[-1]] = tokens
+    return [at[T] for T in horizons]
+
+
 def particle_flow(
     x0,
     h2,
@@ -269,24 +340,7 @@ def particle_flow(
     budget_bytes = check_positive_int(budget_bytes, "budget_bytes")
     depths = None if record is None else _record_depths(record, T)
     tol = check_interval(tol, "tol", 0.0, 1.0, closed="neither")
-    plan = _plan(backend, x0, h2, tol)
-
-    # the private solvers keep their positional signature (tests substitute them); the binned
-    # path runs on tokens sorted once by grid cell, so that every layer's grid accesses stay local
-    extra, order = ({} if plan is None else {"plan": plan}), None
-    if isinstance(plan, binned.GridPlan):
-        order = binned.spatial_order(x0, plan.spacing)
-        x0 = x0[order]
-    if T == 0:
-        tokens, saved = x0, [(0.0, x0)] * (0 if depths is None else len(depths))
-    elif method == "euler":
-        tokens, saved = _euler(x0, h2, T, eta, depths, budget_bytes, **extra)
-    else:
-        tokens, saved = _ode(x0, h2, T, depths, rtol, atol, budget_bytes, **extra)
-    if order is not None:
-        inverse = np.empty_like(order)
-        inverse[order] = np.arange(len(order))
-        tokens, saved = tokens[inverse], [(t, x[inverse]) for t, x in saved]
+    tokens, saved = _flow(x0, h2, T, eta, method, depths, rtol, atol, budget_bytes, backend, tol)
     if record is None:
         return tokens
     return FlowResult(

@@ -33,7 +33,8 @@ class EstimatorEntry:
         Whether the constructor takes the true prior (the oracle).
     heavy : bool
         Whether one run costs much more than a kernel sum over the batch (a particle flow, an
-        optimisation); heavy runs of one batch go to separate tasks, light ones share a task.
+        optimisation); heavy runs of one batch go to separate tasks (but two-stage runs that share a Stage-1 path,
+        :attr:`RunSpec.path_key`, go to one), light ones share a task.
     context : {"noisy", "clean"}
         The tokens the estimator is fitted on; it always denoises the noisy tokens. ``"clean"``
         is the clean-context special case (an attention step over the prior draws themselves).

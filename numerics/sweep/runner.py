@@ -34,8 +34,9 @@ from .workers import process_pool, single_threaded_children, stop_pool
 
 
 def _tasks(specs: Iterable[RunSpec]) -> list[tuple[RunSpec, ...]]:
-    """Group runs by batch: the light runs of a batch and its first heavy run form one task, every
-    other heavy run is a task of its own (the batch is redrawn, identically, for it).
+    """Group runs by batch: the light runs of a batch and its first heavy unit form one task, every
+    other heavy unit is a task of its own (the batch is redrawn, identically, for it). A heavy unit is one
+    heavy run, or the two-stage runs of a batch that share a Stage-1 path (:attr:`RunSpec.path_key`).
 
     Tasks come largest ``n`` first, so that long tasks start early and the pool ends evenly.
     """
@@ -45,9 +46,13 @@ def _tasks(specs: Iterable[RunSpec]) -> list[tuple[RunSpec, ...]]:
     tasks = []
     for group in groups.values():
         light = [s for s in group if not ESTIMATORS[s.estimator].heavy]
-        heavy = [s for s in group if ESTIMATORS[s.estimator].heavy]
-        tasks.append(tuple(light + heavy[:1]))
-        tasks.extend((h,) for h in heavy[1:])
+        units: dict[object, list[RunSpec]] = {}
+        for s in group:
+            if ESTIMATORS[s.estimator].heavy:
+                units.setdefault(s.key if s.path_key is None else s.path_key, []).append(s)
+        heavy = list(units.values())
+        tasks.append(tuple(light + (heavy[0] if heavy else [])))
+        tasks.extend(tuple(unit) for unit in heavy[1:])
     tasks.sort(key=lambda t: -t[0].n)  # stable: expansion order within equal n
     return tasks
 

@@ -316,6 +316,14 @@ class RunSpec:
         """Runs with equal batch keys see the same noisy batch."""
         return (canonical_json(self.prior), self.sigma2, self.n, self.seed)
 
+    @property
+    def path_key(self) -> tuple | None:
+        """Two-stage Euler runs with equal path keys (same batch and Stage-1 arguments but ``T``) can share Stage 1
+        (:func:`attneb.numerics.flow.particle_flow_at`); ``None`` for every other run."""
+        if self.estimator != "two-stage" or self.method not in (None, "euler") or self.T is None:
+            return None
+        return (*self.batch_key, self.h2, self.eta, self.method, canonical_json(self.options))
+
     def describe(self) -> str:
         parts = [f"{self.estimator}", f"{self.prior['family']}", f"sigma2={self.sigma2!r}", f"n={self.n}"]
         parts += [f"{k}={getattr(self, k)!r}" for k in ("h2", "T", "eta", "method") if getattr(self, k) is not None]

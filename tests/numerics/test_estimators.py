@@ -194,3 +194,18 @@ def test_stage_two_is_the_posterior_mean_of_the_empirical_prior():
     tokens, queries = batch(n=50), np.random.default_rng(2).normal(size=(8, 2)) * 2
     np.testing.assert_allclose(estimators.stage_two(queries, tokens, SIGMA2), _softmax_mean(queries, tokens, SIGMA2),
                                rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("method", ["euler", "ode"])
+def test_fit_depths_equals_fitting_each_depth(method):
+    noisy = np.random.default_rng(2).standard_normal((200, 1)) * 1.2
+    base = estimators.TwoStageDenoiser(0.5, 0.25, eta=0.05, method=method, backend="exact")
+    depths = [1.2, 1.1, None, 1.25]
+    copies = base.fit_depths(noisy, depths)
+    assert base.get_params()["T"] is None and not hasattr(base, "particles_")  # the original is left unfitted
+    for depth, fitted in zip(depths, copies):
+        alone = estimators.TwoStageDenoiser(**{**base.get_params(), "T": depth}).fit(noisy)
+        assert fitted.get_params() == alone.get_params()
+        assert (fitted.T_, fitted.n_layers_, fitted.n_features_in_) == (alone.T_, alone.n_layers_, alone.n_features_in_)
+        assert np.array_equal(fitted.particles_, alone.particles_)
+        assert np.array_equal(fitted.denoise(noisy[:20]), alone.denoise(noisy[:20]))

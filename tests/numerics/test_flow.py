@@ -120,3 +120,34 @@ def test_velocity_is_the_attention_step_written_out():
     weights = np.exp(logits - logits.max(axis=1, keepdims=True))
     expected = weights / weights.sum(axis=1, keepdims=True) @ x - x
     np.testing.assert_allclose(flow.velocity(x, 0.3), expected, rtol=1e-10, atol=1e-12)
+
+
+# ----------------------------------------------------------------------------- several depths, shared paths
+
+
+@pytest.mark.parametrize("backend, n, d", [("exact", 300, 2), ("binned", 5000, 1)])
+def test_particle_flow_at_equals_each_depths_own_flow_bit_for_bit(backend, n, d):
+    x0 = np.random.default_rng(4).standard_normal((n, d)) * 1.3
+    # 1.15 and 1.2 take a step one ulp below 0.05, 1.1, 1.25 and 1.3 exactly 0.05; 0.37 a step of its own
+    depths = [1.3, 1.1, 1.15, 0.0, 1.2, 1.25, 1.1, 0.37]
+    shared = flow.particle_flow_at(x0, 0.25, depths, eta=0.05, backend=backend, tol=1e-7)
+    for T, tokens in zip(depths, shared):
+        assert np.array_equal(tokens, flow.particle_flow(x0, 0.25, T, eta=0.05, backend=backend, tol=1e-7)), T
+
+
+def test_particle_flow_at_runs_one_path_per_distinct_step(monkeypatch):
+    layers = []
+    real = flow._euler
+    monkeypatch.setattr(flow, "_euler", lambda x0, h2, T, eta, depths, *a, **k: layers.append(flow.n_layers(T, eta))
+                        or real(x0, h2, T, eta, depths, *a, **k))
+    x0 = np.random.default_rng(0).standard_normal((50, 1))
+    flow.particle_flow_at(x0, 0.25, [1.1, 1.15, 1.2, 1.25, 1.3], eta=0.05, backend="exact")
+    assert sorted(layers) == [24, 26]  # two paths (steps 0.05 and its neighbour below) instead of 5 flows of 22-26
+
+
+def test_particle_flow_at_rejects_bad_depths():
+    x0 = np.zeros((4, 1))
+    with pytest.raises(ValueError, match="depths == \\[\\] must name at least one depth"):
+        flow.particle_flow_at(x0, 0.25, [])
+    with pytest.raises(ValueError, match=r"depths\[1\]"):
+        flow.particle_flow_at(x0, 0.25, [1.0, -0.5])

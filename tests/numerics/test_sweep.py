@@ -564,3 +564,15 @@ def test_pool_interrupted_leaves_no_workers(tmp_path, sig):
         time.sleep(0.1)
     assert not any(alive(p) for p in workers), "worker processes outlived the sweep"
     check_resume(tmp_path, path, count_rows(path))
+
+
+def test_runs_on_a_grid_of_depths_share_stage_one_and_give_the_rows_of_their_own_runs():
+    experiment = sweep.Experiment.from_dict(config(n=[64], seeds=[3], estimators=["two-stage", "linear"],
+                                                   h2=0.25, T={"rule": "grid", "values": [1.1, 1.15, 1.2, 1.3]}))
+    specs = experiment.runs()
+    tasks = sweep.runner._tasks(specs)
+    assert len(tasks) == 1 and len(tasks[0]) == 5  # the linear run and the four depths: one Stage-1 unit
+    together = {row["key"]: row for row in stable(sweep.run_batch(tasks[0]))}
+    for spec in specs:
+        assert stable([sweep.run_one(spec)]) == [together[spec.key]]
+    assert {s.path_key for s in specs if s.estimator == "linear"} == {None}
