@@ -75,14 +75,14 @@ class FlowResult:
         rounded to the nearest layer).
     trajectory : ndarray, shape (R, N, d)
         Tokens at each recorded depth.
-    energy : ndarray, shape (R, N)
-        :math:`E_t(x_i(t))` of each token at each recorded depth.
+    energy : ndarray, shape (R, N), or None
+        :math:`E_t(x_i(t))` of each token at each recorded depth (``None`` when not asked for).
     """
 
     tokens: np.ndarray
     depths: np.ndarray
     trajectory: np.ndarray
-    energy: np.ndarray
+    energy: np.ndarray | None
 
 
 def velocity(tokens, h2, *, budget_bytes=kernels.DEFAULT_BUDGET_BYTES, backend="auto", tol=1e-9) -> np.ndarray:
@@ -240,10 +240,13 @@ def particle_flow_at(x0, h2, depths, *, eta=0.05, budget_bytes=kernels.DEFAULT_B
     r"""Euler Stage 1 to each of several depths, each result equal, bit for bit, to its own :func:`particle_flow`.
 
     ``particle_flow(x0, h2, T, eta=eta)`` takes ``n_layers(T, eta)`` layers of step
-    :math:`T / \mathrm{n\_layers}(T, \eta)`. Depths whose steps are the same float lie on one path: it is run
-    once, to the largest of them, and the tokens are kept at the others' layers (the kernel path is chosen
-    from ``x0`` in both, so every layer computes the same numbers). A grid of depths spaced by multiples of
-    ``eta`` costs the layers of its deepest point and of one depth per distinct step, instead of all of them.
+    :math:`T / \mathrm{n\_layers}(T, \eta)`. Depths whose steps are the same float lie on one path: one call
+    of :func:`particle_flow` runs it to the largest of them and records the tokens at the others' layers (the
+    kernel path is chosen from ``x0`` in both, so every layer computes the same numbers). A grid of depths
+    spaced by multiples of ``eta`` costs the layers of its deepest point and of one depth per distinct step,
+    instead of all of them. Stage 1 is :func:`particle_flow` as this module holds it at call time (a
+    substitute put in its place runs instead; one that returns only the final tokens when asked to record is
+    called once per depth).
 
     Parameters
     ----------
@@ -262,24 +265,21 @@ def particle_flow_at(x0, h2, depths, *, eta=0.05, budget_bytes=kernels.DEFAULT_B
         The tokens at ``depths[k]``, in the order given.
     """
     x0 = check_array(x0, "x0")
-    h2 = check_positive(h2, "h2")
     eta = check_interval(eta, "eta", 0.0, 1.0, closed="right")
-    budget_bytes = check_positive_int(budget_bytes, "budget_bytes")
-    tol = check_interval(tol, "tol", 0.0, 1.0, closed="neither")
     horizons = [check_nonnegative(T, f"depths[{k}]") for k, T in enumerate(depths)]
     if not horizons:
         raise ValueError("depths == [] must name at least one depth")
-    paths: dict[float, list[float]] = {}
+    paths: dict[float, set[float]] = {}
     for T in horizons:
-        if T > 0:
-            paths.setdefault(T / n_layers(T, eta), []).append(T)
-    at = {0.0: x0}
-    for step_depths in paths.values():
-        ends = sorted(set(step_depths))
-        tokens, saved = _flow(x0, h2, ends[-1], eta, "euler", np.array(ends[:-1]) if len(ends) > 1 else None,
-                              1e-8, 1e-10, budget_bytes, backend, tol)
-        at.update({T: x for T, (_, x) in zip(ends[:-1], saved)})
-        at[ends[-1]] = tokens
+        paths.setdefault(T / n_layers(T, eta) if T > 0 else 0.0, set()).add(T)
+    options = {"eta": eta, "budget_bytes": budget_bytes, "backend": backend, "tol": tol}
+    at = {}
+    for ends in (sorted(group) for group in paths.values()):
+        result = particle_flow(x0, h2, ends[-1], record=ends, record_energy=False, **options) if len(ends) > 1 else None
+        if isinstance(result, FlowResult):
+            at.update(zip(ends, result.trajectory))
+        else:
+            at.update((T, particle_flow(x0, h2, T, **options)) for T in ends)
     return [at[T] for T in horizons]
 
 
@@ -291,6 +291,7 @@ def particle_flow(
     eta=0.05,
     method="euler",
     record: Sequence[float] | None = None,
+    record_energy=True,
     rtol=1e-8,
     atol=1e-10,
     budget_bytes=kernels.DEFAULT_BUDGET_BYTES,
@@ -313,6 +314,8 @@ def particle_flow(
         The transformer's layers, or the continuous-depth ODE (``solve_ivp``, DOP853).
     record : sequence of float, optional
         Increasing depths in ``[0, T]`` at which to keep the tokens and their energies.
+    record_energy : bool
+        Whether to compute the recorded tokens' energies (one kernel sum per recorded depth).
     rtol, atol : float
         Tolerances of ``solve_ivp`` (``"ode"`` only).
     budget_bytes : int
@@ -347,5 +350,6 @@ def particle_flow(
         tokens=tokens,
         depths=np.array([t for t, _ in saved]),
         trajectory=np.stack([x for _, x in saved]),
-        energy=np.stack([energy(x, x, h2, budget_bytes=budget_bytes, backend=backend, tol=tol) for _, x in saved]),
+        energy=np.stack([energy(x, x, h2, budget_bytes=budget_bytes, backend=backend, tol=tol) for _, x in saved])
+        if record_energy else None,
     )

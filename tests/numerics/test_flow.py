@@ -151,3 +151,23 @@ def test_particle_flow_at_rejects_bad_depths():
         flow.particle_flow_at(x0, 0.25, [])
     with pytest.raises(ValueError, match=r"depths\[1\]"):
         flow.particle_flow_at(x0, 0.25, [1.0, -0.5])
+
+
+def test_particle_flow_at_runs_the_stage_one_in_force(monkeypatch):
+    """A wrong theory swapped in for particle_flow (as verify's power analysis does) reaches every depth."""
+    x0 = np.random.default_rng(1).standard_normal((40, 1))
+    depths = [1.1, 1.25, 1.3]
+    real = flow.particle_flow
+    monkeypatch.setattr(flow, "particle_flow", lambda x0, h2, T, **kw: real(x0, h2 / 2, T, **kw))
+    halved = flow.particle_flow_at(x0, 0.25, depths, backend="exact")
+    assert all(np.array_equal(a, real(x0, 0.125, T, backend="exact")) for a, T in zip(halved, depths))
+    monkeypatch.setattr(flow, "particle_flow", lambda x0, *args, **kwargs: np.asarray(x0, dtype=float))
+    assert all(np.array_equal(a, x0) for a in flow.particle_flow_at(x0, 0.25, depths, backend="exact"))
+
+
+def test_record_energy_false_leaves_the_energies_out():
+    x0 = np.random.default_rng(1).standard_normal((30, 1))
+    with_energy = flow.particle_flow(x0, 0.25, 0.5, eta=0.05, record=[0.2, 0.5], backend="exact")
+    without = flow.particle_flow(x0, 0.25, 0.5, eta=0.05, record=[0.2, 0.5], backend="exact", record_energy=False)
+    assert without.energy is None and with_energy.energy.shape == (2, 30)
+    assert np.array_equal(without.trajectory, with_energy.trajectory)
