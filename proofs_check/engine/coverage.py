@@ -73,6 +73,10 @@ TESTED_APART: dict[str, tuple[str, str]] = {
         f"{_TESTS}test_binned.py::test_log_kde_and_logsumexp_within_tolerance",
         "not measured: the binned log-sum of flow.energy (G4's runs); tested against the exact sums of "
         "numerics.kernels within its tolerance"),
+    "attneb.numerics.binned:log_kde": (
+        f"{_TESTS}test_binned.py::test_log_kde_and_logsumexp_within_tolerance",
+        "not measured: the log-KDE at S1's probes in its threshold runs (d <= 2, many pairs); tested within its "
+        "tolerance against the exact kernels.log_kde, which C2's checks are measured against"),
     "attneb.numerics.binned:plan_grid": (
         f"{_TESTS}test_binned.py::test_planned_grid_meets_its_tolerance",
         "no number: the grid's plan (spacing, cut-off); the binned sums it plans are within their tolerance of "
@@ -106,6 +110,13 @@ TESTED_APART: dict[str, tuple[str, str]] = {
         f"{_TESTS}test_estimators.py::test_fit_then_denoise_is_the_closed_form", _LEARNS),
     "attneb.numerics.estimators:TwoStageDenoiser.fit": (
         f"{_TESTS}test_estimators.py::test_fit_then_denoise_is_the_closed_form", _LEARNS),
+    "attneb.numerics.estimators:TwoStageDenoiser.fit_depths": (
+        f"{_TESTS}test_estimators.py::test_fit_depths_equals_fitting_each_depth",
+        "no number: returns fitted estimators, each equal bit for bit to fitting its depth alone (tested); what they "
+        "learn reaches the report through denoise"),
+    "attneb.numerics.estimators:TwoStageDenoiser.get_params": (
+        f"{_TESTS}test_estimators.py::test_init_stores_arguments_only",
+        "no number: the constructor's arguments, by name (fit_depths copies the estimator with them)"),
     "attneb.numerics.estimators:TwoStageDenoiser.fit_denoise": (
         f"{_TESTS}test_estimators.py::test_fit_then_denoise_is_the_closed_form",
         "not measured: fit then denoise on the batch itself: a 1% error of denoise reaches it (measured), one of its "
@@ -142,6 +153,10 @@ TESTED_APART: dict[str, tuple[str, str]] = {
     "attneb.numerics.flow:n_layers": (
         f"{_TESTS}test_flow.py::test_layer_count_and_step",
         "no number a 1% error makes: an integer (the layer count), checked against round(T / eta)"),
+    "attneb.numerics.flow:particle_flow_at": (
+        f"{_TESTS}test_flow.py::test_particle_flow_at_equals_each_depths_own_flow_bit_for_bit",
+        "not measured: Stage 1 of E2's and H1's grids of depths, through particle_flow (whose 1% error C3 is measured "
+        "against); tested bit for bit against particle_flow at each depth"),
     "attneb.numerics.flow:velocity": (
         f"{_TESTS}test_flow.py::test_velocity_is_the_attention_step_written_out",
         "not measured: the depth-ODE field of A1's reference flow (E7); tested against a softmax written out"),
@@ -239,6 +254,9 @@ TESTED_APART: dict[str, tuple[str, str]] = {
         f"{_TESTS}test_sweep.py::test_power_rule_and_fixed_T", _NO_NUMBER_SWEEP),
     "attneb.numerics.sweep.spec:RunSpec.batch_key": (
         f"{_TESTS}test_sweep.py::test_runs_of_one_batch_share_its_key", _NO_NUMBER_SWEEP),
+    "attneb.numerics.sweep.spec:RunSpec.path_key": (
+        f"{_TESTS}test_sweep.py::test_runs_on_a_grid_of_depths_share_stage_one_and_give_the_rows_of_their_own_runs",
+        _NO_NUMBER_SWEEP),
     "attneb.numerics.sweep.spec:RunSpec.build_estimator": (
         f"{_TESTS}test_sweep.py::test_rows_agree_with_risk_records", _NO_NUMBER_SWEEP),
     "attneb.numerics.sweep.spec:RunSpec.build_prior": (
