@@ -483,3 +483,15 @@ def test_the_student_t_floor_check_passes_without_a_floor_and_fails_with_one(mon
     for name in ("gap with a floor of 3% of the Bayes risk", "no Stage 1 (depth unnecessary)"):
         with _alternative(recovery.recovery_floor_t, name).applied():
             assert not recovery.recovery_floor_t(ctx).passed, name
+
+
+def test_the_scope_check_fails_when_no_prior_reaches_below_n_c_as_its_criterion_says(monkeypatch, tmp_path):
+    """With N_c = 1 every N is far above N_c: the rise below N_c cannot be seen, and the check fails (it does not
+    pass vacuously)."""
+    monkeypatch.setattr(recovery, "run_pooled", lambda configs, ctx: _scope_rows())
+    ctx = Context(quick=True, out=tmp_path, power=True)
+    assert recovery.recovery_needs_stability_per_seed(ctx).passed
+    monkeypatch.setattr(recovery.stability, "token_scaling", lambda sigma2, h2: 1.0)
+    assert not recovery.recovery_needs_stability_per_seed(ctx).passed
+    assert "at least one prior's largest N lies below N_c (else it fails)" in \
+        _registered(recovery.recovery_needs_stability_per_seed).criterion

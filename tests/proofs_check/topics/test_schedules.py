@@ -256,3 +256,18 @@ def test_the_second_comparison_passes_on_the_small_design_and_rejects_its_wrong_
         fresh.out.mkdir(exist_ok=True)
         with wrong.applied():
             assert not chk.func(fresh).passed, wrong.name
+
+
+def test_a_gain_is_decided_on_the_two_sided_interval_as_the_criterion_says():
+    """Six contexts whose log(annealed / tuned) have mean -0.219 and sd 0.132: the one-sided 95% upper bound (-0.110)
+    lies below -log 1.1 (-0.095), the upper end of the two-sided 95% interval (-0.080) does not, so no gain."""
+    z = np.array([-1.5, -0.9, -0.3, 0.3, 0.9, 1.5])
+    logs = -0.219 + 0.132 * z / z.std(ddof=1)
+    one_sided = comparison.stats.mean_interval(logs, level=0.90)
+    assert one_sided.high < -math.log(comparison.TUNED_MARGIN) < comparison.stats.mean_interval(logs).high
+    case = CASES[0]
+    runs = {s: {"gaps": {"fixed": 1e-3, "held": 3e-3, "annealed": 1e-3 * math.exp(v)}} for s, v in enumerate(logs)}
+    cases = {case: {"tuning": [], "chosen": {"fixed": (0.25, 1.5), "held": 0.125, "annealed": 0.25}, "runs": runs}}
+    decision = comparison.decide_tuned(cases, list(range(6)))
+    assert decision["rows"][case]["verdict"] == "neither" and not decision["gains"]
+    assert "upper end of the two-sided 95% t-interval (a one-sided 97.5% bound)" in comparison.TUNED_CRITERION
