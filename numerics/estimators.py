@@ -220,26 +220,6 @@ class StageTwoOnly(Denoiser):
     def _denoise(self, queries):
         return stage_two(queries, self.particles_, self.sigma2, backend=self.backend, tol=self.tol)
 
-    def fit_depths(self, noisy, depths) -> list["TwoStageDenoiser"]:
-        """Copies of this denoiser with ``T`` set to each of ``depths``, each fitted on ``noisy``.
-
-        Each equals ``TwoStageDenoiser(**{**self.get_params(), "T": depth}).fit(noisy)`` bit for bit; with
-        ``method="euler"`` Stage 1 runs once per distinct step (:func:`attneb.numerics.flow.particle_flow_at`),
-        so a grid of depths costs about the layers of its deepest point.
-        """
-        copies = [type(self)(**{**self.get_params(), "T": depth}) for depth in depths]
-        if self.method != "euler" or not copies:
-            return [copy.fit(noisy) for copy in copies]
-        noisy = check_array(noisy, "noisy")
-        arguments = [copy._stage_one() for copy in copies]
-        a = arguments[0]
-        paths = flow.particle_flow_at(noisy, a["h2"], [b["T"] for b in arguments], eta=a["eta"], backend=a["backend"],
-                                      tol=a["tol"])
-        for copy, b, particles in zip(copies, arguments, paths):
-            copy._fitted(particles, b["T"], b["eta"], b["method"])
-            copy.n_features_in_ = noisy.shape[1]
-        return copies
-
 
 class TweedieKDE(Denoiser):
     r"""Tweedie's formula with a kernel-density score: one extrapolated attention step.
