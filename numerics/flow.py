@@ -213,28 +213,6 @@ def _ode(x0, h2, T, depths, rtol, atol, budget_bytes, plan=None):
     return states[float(T)], saved
 
 
-def _flow(x0, h2, T, eta, method, depths, rtol, atol, budget_bytes, backend, tol):
-    """Validated Stage 1: ``(tokens at T, [(depth, tokens) at each of depths]``, in the order of ``x0``."""
-    plan = _plan(backend, x0, h2, tol)
-    # the private solvers keep their positional signature (tests substitute them); the binned
-    # path runs on tokens sorted once by grid cell, so that every layer's grid accesses stay local
-    extra, order = ({} if plan is None else {"plan": plan}), None
-    if isinstance(plan, binned.GridPlan):
-        order = binned.spatial_order(x0, plan.spacing)
-        x0 = x0[order]
-    if T == 0:
-        tokens, saved = x0, [(0.0, x0)] * (0 if depths is None else len(depths))
-    elif method == "euler":
-        tokens, saved = _euler(x0, h2, T, eta, depths, budget_bytes, **extra)
-    else:
-        tokens, saved = _ode(x0, h2, T, depths, rtol, atol, budget_bytes, **extra)
-    if order is not None:
-        inverse = np.empty_like(order)
-        inverse[order] = np.arange(len(order))
-        tokens, saved = tokens[inverse], [(t, x[inverse]) for t, x in saved]
-    return tokens, saved
-
-
 def particle_flow_at(x0, h2, depths, *, eta=0.05, budget_bytes=kernels.DEFAULT_BUDGET_BYTES, backend="auto",
                      tol=1e-9) -> list[np.ndarray]:
     r"""Euler Stage 1 to each of several depths, each result equal, bit for bit, to its own :func:`particle_flow`.
@@ -250,13 +228,9 @@ def particle_flow_at(x0, h2, depths, *, eta=0.05, budget_bytes=kernels.DEFAULT_B
 
     Parameters
     ----------
-    x0 : array_like, shape (N, d)
-        The noisy context tokens at depth 0.
-    h2 : float
-        Kernel bandwidth of every layer, > 0.
     depths : sequence of float
         Horizons, >= 0, in any order (repeats allowed).
-    eta, budget_bytes, backend, tol
+    x0, h2, eta, budget_bytes, backend, tol
         As in :func:`particle_flow`.
 
     Returns
@@ -343,7 +317,24 @@ def particle_flow(
     budget_bytes = check_positive_int(budget_bytes, "budget_bytes")
     depths = None if record is None else _record_depths(record, T)
     tol = check_interval(tol, "tol", 0.0, 1.0, closed="neither")
-    tokens, saved = _flow(x0, h2, T, eta, method, depths, rtol, atol, budget_bytes, backend, tol)
+    plan = _plan(backend, x0, h2, tol)
+
+    # the private solvers keep their positional signature (tests substitute them); the binned
+    # path runs on tokens sorted once by grid cell, so that every layer's grid accesses stay local
+    extra, order = ({} if plan is None else {"plan": plan}), None
+    if isinstance(plan, binned.GridPlan):
+        order = binned.spatial_order(x0, plan.spacing)
+        x0 = x0[order]
+    if T == 0:
+        tokens, saved = x0, [(0.0, x0)] * (0 if depths is None else len(depths))
+    elif method == "euler":
+        tokens, saved = _euler(x0, h2, T, eta, depths, budget_bytes, **extra)
+    else:
+        tokens, saved = _ode(x0, h2, T, depths, rtol, atol, budget_bytes, **extra)
+    if order is not None:
+        inverse = np.empty_like(order)
+        inverse[order] = np.arange(len(order))
+        tokens, saved = tokens[inverse], [(t, x[inverse]) for t, x in saved]
     if record is None:
         return tokens
     return FlowResult(
