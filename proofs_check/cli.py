@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import attneb
 
-__all__ = ["EXIT_CLOSED_PIPE", "main", "run_command"]
+__all__ = ["EXIT_CLOSED_PIPE", "EXIT_INTERRUPTED", "main", "run_command"]
 
 
 def _reuse_other_code(args: argparse.Namespace) -> None:
@@ -65,13 +67,14 @@ def _verify(args: argparse.Namespace) -> int:
         return 2
     if notice:
         print(notice, flush=True)
-    print(f"attneb verify ({mode}): checking claims, one line each as it completes", flush=True)
+    say = _speaker(args)
+    say(f"attneb verify ({mode}): checking claims, one line each as it completes")
     start = time.perf_counter()
     cache: dict = {}
     try:
         results = run(args.only, quick=args.quick, out=out, workers=args.workers, cache=cache,
                       sources=args.load or (), superseded=args.superseded,
-                      on_claim=lambda r: print(claim_line(r), flush=True))
+                      on_claim=lambda r: say(claim_line(r)))
     except ValueError as exc:
         print(f"attneb verify: {exc}", file=sys.stderr)
         return 2
@@ -80,13 +83,13 @@ def _verify(args: argparse.Namespace) -> int:
     power_seconds = 0.0
     if args.power:
         write_report(results, out, quick=args.quick, seconds=seconds)
-        print(f"power analysis ({mode}): every check under the true theory and each wrong one", flush=True)
+        say(f"power analysis ({mode}): every check under the true theory and each wrong one")
         start = time.perf_counter()
         replicates = {**({"seeds": args.replicates, "subsample": args.replicates} if args.replicates else {}),
                       **({"pool": args.pool} if args.pool else {})} or None
         power = analyse(args.only, quick=args.quick, out=out, workers=args.workers, cache=cache,
                         replicates=replicates, superseded=args.superseded,
-                        on_check=lambda r: print(power_line(r), flush=True))
+                        on_check=lambda r: say(power_line(r)))
         power_seconds = time.perf_counter() - start
     report = write_report(results, out, quick=args.quick, seconds=seconds, power=power, power_seconds=power_seconds)
     failed = defects(report)
@@ -113,18 +116,16 @@ def _verify(args: argparse.Namespace) -> int:
 def _derive(args: argparse.Namespace) -> int:
     from attneb import theory
     limit = theory.TIME_LIMIT if args.time_limit is None else args.time_limit
-    if not 0 < limit < float("inf"):
-        print(f"attneb derive: --time-limit {limit:g}, must be a number of seconds > 0", file=sys.stderr)
-        return 2
+    say = _speaker(args)
     if args.name is None:
-        print("derivations (building and checking each; sympy takes a few seconds apiece):", flush=True)
+        say("derivations (building and checking each; sympy takes a few seconds apiece):")
         for name in theory.list_derivations():
             derivation = theory.get_derivation(name)
             report = derivation.check(time_limit=limit)
             status = "checked" if report.passed else "FAILED"
             counts = ", ".join(f"{n} {method}" for method, n in report.methods().items() if n)
             print(f"  {name:<12} {status:<8} ({counts})  {derivation.title}", flush=True)
-        print("show one with: attneb derive NAME [--pretty | --plain | --latex]")
+        say("show one with: attneb derive NAME [--pretty | --plain | --latex]")
         return 0
     if args.name not in theory.list_derivations():
         print(f"attneb derive: unknown derivation {args.name!r}; known: {', '.join(theory.list_derivations())}",
@@ -132,12 +133,12 @@ def _derive(args: argparse.Namespace) -> int:
         return 2
     derivation = theory.get_derivation(args.name)
     items = len(derivation.steps) + len(derivation.claims)
-    print(f"checking {args.name}: {len(derivation.steps)} steps and {len(derivation.claims)} claims, each as it "
-          f"completes (at most {limit:g} s apiece)", file=sys.stderr, flush=True)
+    say(f"checking {args.name}: {len(derivation.steps)} steps and {len(derivation.claims)} claims, each as it "
+        f"completes (at most {limit:g} s apiece)", file=sys.stderr)
 
     def progress(kind: str, index: int, method: str, seconds: float) -> None:
         done = index if kind == "step" else len(derivation.steps) + index
-        print(f"  [{done}/{items}] {kind} {index}: {method} ({seconds:.1f} s)", file=sys.stderr, flush=True)
+        say(f"  [{done}/{items}] {kind} {index}: {method} ({seconds:.1f} s)", file=sys.stderr)
 
     report = derivation.check(time_limit=limit, progress=progress)
     if args.latex:
@@ -208,28 +209,70 @@ def _plot(args: argparse.Namespace) -> int:
     except (FileNotFoundError, LookupError) as exc:
         print(f"attneb plot: {exc}", file=sys.stderr)
         return 2
+    say = _speaker(args)
     for png in pngs:
-        print(f"{args.name}: {png} and {png.with_suffix('.pdf')}")
+        say(f"{args.name}: {png} and {png.with_suffix('.pdf')}")
     return 0
 
 
+#: Exit status after Ctrl-C: 128 + SIGINT, as the shell reports for a program that SIGINT ends.
+EXIT_INTERRUPTED = 130
+
+#: Exit status when the reader of the output goes away (``attneb derive | head``): 128 + SIGPIPE,
+#: as the shell reports for a program that SIGPIPE ends.
+EXIT_CLOSED_PIPE = 141
+
+#: What each exit status of ``attneb`` means (every command's ``--help`` lists them).
+EXIT_CODES = (
+    (0, "success (for verify: every check passed; questions answered no are findings, not failures)"),
+    (1, "a check failed or raised (verify), or a derivation did not check (derive)"),
+    (2, "bad arguments or input: an unknown option, claim, derivation or experiment, a missing file"),
+    (EXIT_INTERRUPTED, "interrupted (Ctrl-C); run the same command again to resume"),
+    (EXIT_CLOSED_PIPE, "the reader of the output went away (attneb derive | head)"),
+)
+
+_EPILOG = "exit status:\n" + "\n".join(f"  {code:<4} {meaning}" for code, meaning in EXIT_CODES)
+
+
+class _PlotHelp(argparse.Action):
+    """``attneb plot --help``: lists the experiments that can be drawn, read from the registry (a few seconds)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from .engine.content import load_default
+        from .engine.studies import STUDIES
+
+        load_default()
+        parser.epilog = ("experiments:\n" + "\n".join(f"  {name:<4} {study.title}" for name, study in sorted(STUDIES.items()))
+                         + "\n\n" + _EPILOG)
+        parser.print_help()
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("-q", "--quiet", action="store_true",
+                        help="print only results, warnings and errors: no progress lines or bars")
+    command = {"parents": [common], "epilog": _EPILOG, "formatter_class": argparse.RawDescriptionHelpFormatter}
     parser = argparse.ArgumentParser(
         prog="attneb",
         description="Verify 'Attention as In-Context Empirical Bayes' (arXiv:2605.29351): "
         "each claim of the paper against symbolic and numeric evidence.",
+        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"attneb {attneb.__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     verify = sub.add_parser(
-        "verify",
+        "verify", **command,
         help="run every registered check and write report.json / report.md",
         description="Run every registered check, print one line per claim (id, status, evidence), "
         "write report.json and report.md, and exit non-zero if any check fails.",
     )
     add_verify_arguments(verify)
     derive = sub.add_parser(
-        "derive",
+        "derive", **command,
         help="list the sympy derivations with their check status, or print one",
         description="Without NAME: list the derivations of theory/ and whether every step checks. "
         "With NAME: print its steps, the reason for each and how each was checked "
@@ -242,12 +285,12 @@ def build_parser() -> argparse.ArgumentParser:
     form.add_argument("--plain", dest="pretty", action="store_const", const=False,
                       help="print one line of sympy text per relation (the default when the output is not a terminal)")
     form.add_argument("--latex", action="store_true", help="print LaTeX (an aligned block) instead of text")
-    derive.add_argument("--time-limit", type=float, metavar="SECONDS",
+    derive.add_argument("--time-limit", type=_positive_seconds, metavar="SECONDS",
                         help="CPU seconds per step or claim before its symbolic reduction is abandoned and its numeric "
                         "evaluation decides (default: attneb.theory.TIME_LIMIT)")
     derive.set_defaults(func=_derive)
     show = sub.add_parser(
-        "show",
+        "show", **command,
         help="one claim with everything about it: statement, derivations, checks, wrong theories, figures, where",
         description="Without ID: list the claims, each with the file and line that registers it. With ID: the "
         "claim's statement and assumptions, the derivations that bear on it, each check with its criterion, its "
@@ -269,7 +312,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="import these modules or .py files first (claims of your own, as for 'attneb verify --load')")
     show.set_defaults(func=_show)
     sweep = sub.add_parser(
-        "sweep",
+        "sweep", **command,
         help="run a declarative experiment (TOML) into a resumable SQLite store",
         description="Expand the experiment in CONFIG into runs and execute those not yet in the "
         "store; each finished run is written at once, so an interrupted sweep resumes where it stopped.",
@@ -277,8 +320,8 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("config", help="experiment file (TOML), e.g. examples/sweeps/two_cluster_recovery.toml")
     sweep.add_argument("--store", required=True, help="SQLite file for the results (created if missing)")
     where = sweep.add_mutually_exclusive_group()
-    where.add_argument("--workers", type=_positive_int, default=1,
-                       help="local worker processes (results do not depend on it)")
+    where.add_argument("--workers", type=_positive_int, default=_cores(),
+                       help="local worker processes (default: %(default)s, one per core); results do not depend on it")
     where.add_argument("--scheduler", metavar="ADDRESS",
                        help="run on an existing dask.distributed cluster, e.g. tcp://HOST:8786 (extra 'dist'); "
                        "this process writes the store as results arrive")
@@ -286,12 +329,13 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--reuse-other-code", action="store_true", help=_REUSE_HELP)
     sweep.set_defaults(func=_sweep)
     plot = sub.add_parser(
-        "plot",
-        help="redraw an experiment's figures (E1-E7) from stored results, without recomputing",
+        "plot", **{**command, "add_help": False},
+        help="redraw an experiment's figures from stored results, without recomputing",
         description="Read the rows an earlier 'attneb verify' kept in its store (REPORT/results.sqlite) "
         "and redraw the figures of experiment NAME, each as PNG and PDF.",
     )
-    plot.add_argument("name", metavar="NAME", help="experiment: E1 to E7 (see docs/verify.md)")
+    plot.add_argument("-h", "--help", action=_PlotHelp, help="show this help, with the experiments, and exit")
+    plot.add_argument("name", metavar="NAME", help="an experiment (listed below, by --help)")
     plot.add_argument("--store", required=True, help="the store of a verify run, e.g. attneb-report/results.sqlite")
     plot.add_argument("--quick", action="store_true", help="draw the results of 'verify --quick' (default: full)")
     plot.add_argument("--out", help="folder for the figures (default: the store's folder)")
@@ -302,7 +346,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def add_verify_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``attneb verify``."""
-    parser.add_argument("--quick", action="store_true", help="smaller problems (about 4 minutes on 2 cores); still real checks")
+    parser.add_argument("--quick", action="store_true", help="smaller problems (about 5 minutes on 2 cores); still real checks")
     parser.add_argument("--out", default="attneb-report", help="report folder (default: ./attneb-report)")
     parser.add_argument("--only", nargs="+", metavar="ID", help="run only these claim ids (e.g. C1 C3)")
     parser.add_argument("--workers", type=_positive_int, default=_cores(),
@@ -335,10 +379,32 @@ _REUSE_HELP = ("use stored results that other code (an earlier version of the to
 
 
 def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    """argparse type: an integer >= 1 (the error names what is expected and what came)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text or repr(text)}")
     return value
+
+
+def _positive_seconds(text: str) -> float:
+    """argparse type: a finite number of seconds > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text or repr(text)}")
+    return value
+
+
+def _speaker(args: argparse.Namespace) -> Callable[..., None]:
+    """``print`` with flush for progress lines, or nothing under ``-q/--quiet``."""
+    if args.quiet:
+        return lambda *_, **__: None
+    return functools.partial(print, flush=True)
 
 
 def _cores() -> int:
@@ -349,17 +415,29 @@ def _cores() -> int:
 #: Where ``attneb show`` looks for the last verify report unless told.
 _DEFAULT_REPORT = "attneb-report"
 
-#: Exit status when the reader of the output goes away (``attneb derive | head``): 128 + SIGPIPE,
-#: as the shell reports for a program that SIGPIPE ends.
-EXIT_CLOSED_PIPE = 141
+
+
+#: What to run again after Ctrl-C, per command: the option that names where finished work was kept.
+_RESUME = {"verify": "--out", "sweep": "--store"}
 
 
 def run_command(args: argparse.Namespace) -> int:
-    """Run a parsed command; returns its exit status, or :data:`EXIT_CLOSED_PIPE`, quietly, if stdout is closed."""
+    """Run a parsed command; returns its exit status.
+
+    Ctrl-C ends it with one line on stderr and :data:`EXIT_INTERRUPTED`, no traceback (finished runs are
+    in the store, so the same command resumes); a closed stdout ends it quietly with :data:`EXIT_CLOSED_PIPE`.
+    """
+    if args.quiet:
+        os.environ["TQDM_DISABLE"] = "1"  # progress bars, here and in the processes this one starts
     try:
         status = args.func(args)
         sys.stdout.flush()  # inside the try: a closed pipe may only show at this flush
         return status
+    except KeyboardInterrupt:
+        option = _RESUME.get(args.command)
+        resume = f"; run the same command with the same {option} to resume" if option else ""
+        print(f"attneb {args.command}: interrupted{resume}", file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # the interpreter flushes stdout again at exit: point it at /dev/null so that it cannot fail
         devnull = os.open(os.devnull, os.O_WRONLY)

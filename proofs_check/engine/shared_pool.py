@@ -27,12 +27,14 @@ finished until then, and the next ``verify`` resumes from it.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import multiprocessing
 import os
 import pickle
 import queue
+import signal
 import threading
 import time
 import traceback
@@ -86,10 +88,24 @@ def start_server() -> None:
     global _server_environment
     if _server_environment is not None or getattr(forkserver._forkserver, "_forkserver_pid", None) is not None:
         return
-    with child_environment(_CHILD_VARIABLES, override=True):
+    with child_environment(_CHILD_VARIABLES, override=True), _sigint_ignored():
         multiprocessing.get_context("forkserver").set_forkserver_preload(list(_PRELOAD))
         forkserver.ensure_running()
     _server_environment = _environment()
+
+
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """Processes started inside ignore Ctrl-C from the start: the fork server's imports, which run before it
+    sets its own handlers, are not interrupted (with a traceback) when Ctrl-C stops the command (which ends them)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _context() -> multiprocessing.context.BaseContext:
@@ -293,14 +309,14 @@ def run_groups(groups: Sequence, run_claims: Callable, args: tuple, *, workers: 
     # the group each process took last (-1: none yet); its outcome may still be on the way
     groups_running = context.Array("q", [-1] * workers, lock=False)
     stop = context.Event()
-    with child_environment(_CHILD_VARIABLES, override=True):
-        processes = [context.Process(target=_worker, name=f"attneb-verify-{i}", daemon=True,
-                                     args=(i, tuple(sources), run_claims, args, queues, groups_running, stop))
-                     for i in range(workers)]
-        for process in processes:
-            process.start()
+    processes = [context.Process(target=_worker, name=f"attneb-verify-{i}", daemon=True,
+                                 args=(i, tuple(sources), run_claims, args, queues, groups_running, stop))
+                 for i in range(workers)]
     completed = False
     try:
+        with child_environment(_CHILD_VARIABLES, override=True):
+            for process in processes:
+                process.start()
         for number, group in enumerate(groups):
             group_queue.put((number, group))
         for _ in processes:
@@ -331,8 +347,9 @@ def run_groups(groups: Sequence, run_claims: Callable, args: tuple, *, workers: 
         stop.set()
         # idle processes see stop within _POLL_S and exit cleanly; on an error, or past the deadline, they are ended
         deadline = time.monotonic() + (2.0 if completed else 0.0)
-        for process in processes:
+        started = [process for process in processes if process.pid is not None]
+        for process in started:
             process.join(timeout=max(0.0, deadline - time.monotonic()))
             process.terminate()
-        for process in processes:
+        for process in started:
             process.join()
