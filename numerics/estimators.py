@@ -1,4 +1,4 @@
-r"""Denoisers with one interface: ``fit(noisy)``, ``denoise(queries)``, ``fit_denoise(noisy)``.
+r"""Denoisers with one interface: ``fit(X)``, ``denoise(queries)``, ``fit_denoise(X)``.
 
 All of them see only a noisy batch :math:`\tilde x_i = x_i + \sigma z_i` (shape ``(N, d)``),
 except :class:`OracleBayes`, which knows the prior.
@@ -12,7 +12,8 @@ except :class:`OracleBayes`, which knows the prior.
 ``OracleBayes``        the Bayes posterior mean :math:`E[x\mid\tilde x]` under the true prior
 =====================  ==============================================================
 
-All follow the interface of :class:`attneb.numerics.base.Denoiser` (scikit-learn manners).
+All follow the interface of :class:`attneb.numerics.base.Denoiser`, scikit-learn's estimator contract included
+(``transform``, ``fit_transform``, ``score``, ``get_params``/``set_params``).
 """
 
 from __future__ import annotations
@@ -109,33 +110,33 @@ class TwoStageDenoiser(Denoiser):
         self.T_ = T
         self.n_layers_ = flow.n_layers(T, eta) if method == "euler" else None
 
-    def _fit(self, noisy):
+    def _fit(self, X):
         a = self._stage_one()
-        particles = flow.particle_flow(noisy, a["h2"], a["T"], eta=a["eta"], method=a["method"], backend=a["backend"],
+        particles = flow.particle_flow(X, a["h2"], a["T"], eta=a["eta"], method=a["method"], backend=a["backend"],
                                        tol=a["tol"])
         self._fitted(particles, a["T"], a["eta"], a["method"])
 
     def _denoise(self, queries):
         return stage_two(queries, self.particles_, self.sigma2, backend=self.backend, tol=self.tol)
 
-    def fit_depths(self, noisy, depths) -> list["TwoStageDenoiser"]:
-        """Copies of this denoiser with ``T`` set to each of ``depths``, each fitted on ``noisy``.
+    def fit_depths(self, X, depths) -> list["TwoStageDenoiser"]:
+        """Copies of this denoiser with ``T`` set to each of ``depths``, each fitted on the noisy batch ``X``.
 
-        Each equals ``TwoStageDenoiser(**{**self.get_params(), "T": depth}).fit(noisy)`` bit for bit; with
+        Each equals ``TwoStageDenoiser(**{**self.get_params(), "T": depth}).fit(X)`` bit for bit; with
         ``method="euler"`` Stage 1 runs once per distinct step (:func:`attneb.numerics.flow.particle_flow_at`),
         so a grid of depths costs about the layers of its deepest point.
         """
-        copies = [type(self)(**{**self.get_params(), "T": depth}) for depth in depths]
+        copies = [type(self)(**{**self.get_params(deep=False), "T": depth}) for depth in depths]
         if self.method != "euler" or not copies:
-            return [copy.fit(noisy) for copy in copies]
-        noisy = check_array(noisy, "noisy")
+            return [copy.fit(X) for copy in copies]
+        X = check_array(X, "X")
         arguments = [copy._stage_one() for copy in copies]
         a = arguments[0]
-        paths = flow.particle_flow_at(noisy, a["h2"], [b["T"] for b in arguments], eta=a["eta"], backend=a["backend"],
+        paths = flow.particle_flow_at(X, a["h2"], [b["T"] for b in arguments], eta=a["eta"], backend=a["backend"],
                                       tol=a["tol"])
         for copy, b, particles in zip(copies, arguments, paths):
             copy._fitted(particles, b["T"], b["eta"], b["method"])
-            copy.n_features_in_ = noisy.shape[1]
+            copy.n_features_in_ = X.shape[1]
         return copies
 
 
@@ -212,10 +213,10 @@ class StageTwoOnly(Denoiser):
         self.backend = backend
         self.tol = tol
 
-    def _fit(self, noisy):
+    def _fit(self, X):
         check_positive(self.sigma2, "sigma2")
         _check_backend(self.backend, self.tol)
-        self.particles_ = noisy
+        self.particles_ = X
 
     def _denoise(self, queries):
         return stage_two(queries, self.particles_, self.sigma2, backend=self.backend, tol=self.tol)
@@ -249,11 +250,11 @@ class TweedieKDE(Denoiser):
         self.backend = backend
         self.tol = tol
 
-    def _fit(self, noisy):
+    def _fit(self, X):
         check_positive(self.sigma2, "sigma2")
         check_positive(self.h2, "h2")
         _check_backend(self.backend, self.tol)
-        self.context_ = noisy
+        self.context_ = X
 
     def _denoise(self, queries):
         path = binned.resolve_backend(self.backend, len(queries), self.context_, self.h2, tol=self.tol)
@@ -290,12 +291,12 @@ class LinearShrinkage(Denoiser):
     def __init__(self, sigma2):
         self.sigma2 = sigma2
 
-    def _fit(self, noisy):
+    def _fit(self, X):
         sigma2 = check_positive(self.sigma2, "sigma2")
-        if noisy.shape[0] < 2:
-            raise ValueError(f"noisy has {noisy.shape[0]} row; LinearShrinkage needs at least 2 to estimate a covariance")
-        self.mean_ = noisy.mean(axis=0)
-        cov = np.atleast_2d(np.cov(noisy, rowvar=False))
+        if X.shape[0] < 2:
+            raise ValueError(f"X has {X.shape[0]} sample (row); LinearShrinkage needs at least 2 to estimate a covariance")
+        self.mean_ = X.mean(axis=0)
+        cov = np.atleast_2d(np.cov(X, rowvar=False))
         eigval, eigvec = np.linalg.eigh(cov)
         factor = np.clip(1.0 - sigma2 / np.maximum(eigval, np.finfo(float).tiny), 0.0, None)
         self.gain_ = (eigvec * factor) @ eigvec.T
@@ -321,10 +322,10 @@ class OracleBayes(Denoiser):
         self.prior = prior
         self.sigma2 = sigma2
 
-    def _fit(self, noisy):
+    def _fit(self, X):
         check_positive(self.sigma2, "sigma2")
-        if noisy.shape[1] != self.prior.dim:
-            raise ValueError(f"noisy has d == {noisy.shape[1]} but the prior {self.prior!r} has dim == {self.prior.dim}")
+        if X.shape[1] != self.prior.dim:
+            raise ValueError(f"X has d == {X.shape[1]} but the prior {self.prior!r} has dim == {self.prior.dim}")
 
     def _denoise(self, queries):
         return self.prior.posterior_mean(queries, self.sigma2)

@@ -72,7 +72,7 @@ def test_gpu_backend_without_a_gpu_says_what_is_missing(est):
 
 
 def test_empty_and_nan_context():
-    with pytest.raises(ValueError, match="noisy is empty"):
+    with pytest.raises(ValueError, match="X is empty"):
         estimators.StageTwoOnly(SIGMA2).fit(np.zeros((0, 2)))
     with pytest.raises(ValueError, match="nan or inf"):
         estimators.TwoStageDenoiser(SIGMA2, H2).fit(np.array([[0.0, np.nan]]))
