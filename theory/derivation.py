@@ -109,6 +109,7 @@ __all__ = [
     "Step",
     "StepCheck",
     "check_equation",
+    "markdown_text",
 ]
 
 NUMERIC_DIGITS = 40
@@ -134,6 +135,25 @@ _RELATIONS: Mapping[type, tuple[str, str]] = {
     sp.StrictLessThan: ("<", "<"),
 }
 _STRICT = (">", "<")
+#: header of the Markdown table of :class:`CheckReport` and :class:`StepCheck`
+_TABLE_HEAD = ("| item | method | passed | detail | reason |", "|---|---|---|---|---|")
+#: characters that Markdown (CommonMark, GitHub's tables and strikethrough, Jupyter's ``$`` math) would read as markup
+_MARKDOWN_SPECIALS = frozenset("\\`*_[]<>|$~")
+
+
+def markdown_text(text: str) -> str:
+    """``text`` as literal Markdown: every character that Markdown could read as markup backslash-escaped.
+
+    ``T* = sigma2/(2 h2)`` stays what it says instead of opening an emphasis, ``FD5[f](q)`` a link,
+    ``$x$`` Jupyter's math and ``|y|`` a table's column. The displays of checks, claims and results
+    (``_repr_markdown_``, here and in :mod:`attneb.proofs_check`) pass their prose through it.
+    """
+    return "".join("\\" + c if c in _MARKDOWN_SPECIALS else c for c in str(text))
+
+
+def _table_cell(text: str) -> str:
+    """``text`` on one line, as literal Markdown, for a cell of a Markdown table."""
+    return markdown_text(" ".join(str(text).split()))
 
 
 def _validate(item, relations):
@@ -281,13 +301,26 @@ class StepCheck:
     def passed(self) -> bool:
         return self.method != "failed"
 
-    def summary(self) -> str:
+    def _how(self) -> str:
+        """The detail, with a numeric check's residual (or margin) and tolerance."""
         if self.method != "numeric":
-            return f"{self.method} ({self.detail})"
+            return self.detail
         if self.relation == "=":
-            return f"numeric ({self.detail}; residual {self.residual:.1e} <= {self.tolerance:.0e})"
+            return f"{self.detail}; residual {self.residual:.1e} <= {self.tolerance:.0e}"
         bound = f"> {self.tolerance:.0e}" if self.relation in _STRICT else f">= -{self.tolerance:.0e}"
-        return f"numeric ({self.detail}; smallest margin {-self.residual:.1e} {bound})"
+        return f"{self.detail}; smallest margin {-self.residual:.1e} {bound}"
+
+    def summary(self) -> str:
+        return f"{self.method} ({self._how()})"
+
+    def _markdown_row(self) -> str:
+        cells = (f"{self.kind} {self.index}", self.method, "yes" if self.passed else "**no**",
+                 _table_cell(self._how()), _table_cell(self.reason))
+        return "| " + " | ".join(cells) + " |"
+
+    def _repr_markdown_(self) -> str:
+        """A one-row Markdown table: item, method, passed, detail, reason (as in :class:`CheckReport`)."""
+        return "\n".join((*_TABLE_HEAD, self._markdown_row()))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -312,6 +345,12 @@ class CheckReport:
         lines = [f"{self.name}: {'passed' if self.passed else 'FAILED'} {self.methods()}"]
         lines += [f"  {e.kind} {e.index}: {e.summary()}  -- {e.reason}" for e in self.entries]
         return "\n".join(lines)
+
+    def _repr_markdown_(self) -> str:
+        """The verdict and the count per method, then a Markdown table, one row per step and claimed form."""
+        counts = ", ".join(f"{n} {method}" for method, n in self.methods().items())
+        head = f"Checks of `{self.name}`: {'passed' if self.passed else '**FAILED**'} ({counts})"
+        return "\n".join((head, "", *_TABLE_HEAD, *(e._markdown_row() for e in self.entries)))
 
 
 # --------------------------------------------------------------------------- checking
@@ -1153,6 +1192,10 @@ class Derivation:
         return "\\begin{aligned}\n" + " \\\\\n".join(rows) + "\n\\end{aligned}"
 
     def _repr_latex_(self) -> str:
+        """Jupyter's display: :meth:`latex` in display style (``$\\displaystyle ...$``, as sympy's own).
+
+        The checks display through the :class:`CheckReport` that :meth:`check` returns.
+        """
         return "$\\displaystyle " + self.latex() + "$"
 
     def to_text(self, *, pretty: bool = False) -> str:

@@ -30,11 +30,13 @@ from typing import Any
 import numpy as np
 
 from attneb import theory
+from attneb.theory.derivation import markdown_text
 
 __all__ = [
     "CLAIMS",
     "KINDS",
     "PACKAGES_ROOT",
+    "QUESTION_NOTE",
     "REPLICATIONS",
     "SEED_STRIDE",
     "Alternative",
@@ -259,6 +261,13 @@ class Alternative:
         if not self.swaps:
             raise ValueError(f"alternative {self.name!r} swaps nothing; give at least one swap()")
 
+    def _repr_markdown_(self) -> str:
+        """Name, kind, description, the swapped targets and where it was built."""
+        where = f"; built at `{self.source}`" if self.source else ""
+        targets = ", ".join(f"`{s.target}`" for s in self.swaps)
+        return (f"**{markdown_text(self.name)}** ({self.kind} alternative{where}): "
+                f"{markdown_text(self.description)}; swaps {targets}")
+
     @contextlib.contextmanager
     def applied(self) -> Iterator[None]:
         """Within the block the swapped attributes hold the wrong versions; restored on exit."""
@@ -341,6 +350,10 @@ REPLICATIONS = ("none", "seeds", "subsample")
 
 AlternativeList = Sequence[Alternative] | Callable[[], Sequence[Alternative]]
 
+#: What a question's answer means, shown with a question (its display, its result's).
+QUESTION_NOTE = ("A question: its criteria are fixed before the run; a failed check is the answer *no*, a finding "
+                 "about the theory reported with its numbers, not a defect.")
+
 
 @dataclass(frozen=True)
 class Check:
@@ -386,6 +399,23 @@ class Check:
             if callable(self.alternatives) else [a.name for a in self.alternatives]
         return listed + [scaled_output(target).name for target in self.covers]
 
+    def _markdown_lines(self) -> list[str]:
+        """A Markdown list item: name, where, then criterion, note and wrong theories as sub-items."""
+        superseded = "superseded, not gating; " if not self.gating else ""
+        where = f"`{self.source}`" if self.source else "where unknown"
+        lines = [f"- **{markdown_text(self.name)}** ({superseded}{where})"]
+        if self.criterion:
+            lines.append(f"  - criterion (fixed before the run): {markdown_text(self.criterion)}")
+        if self.note:
+            lines.append(f"  - note: {markdown_text(self.note)}")
+        wrong = "; ".join(map(markdown_text, self.describe_alternatives())) or "no wrong theory registered"
+        lines.append(f"  - must reject: {wrong}")
+        return lines
+
+    def _repr_markdown_(self) -> str:
+        """Name, where it is computed, criterion, note and the wrong theories it must reject (not built)."""
+        return "\n".join(self._markdown_lines())
+
     def wrong_theories(self) -> list[Alternative]:
         """The registered alternatives followed by the 1% errors of the covered functions."""
         listed = self.alternatives() if callable(self.alternatives) else self.alternatives
@@ -414,6 +444,23 @@ class Claim:
     checks: list[Check] = field(default_factory=list)
     question: bool = False
     source: str = ""
+
+    def _repr_markdown_(self) -> str:
+        """Id, title, kind, statement, assumptions, then each check (:class:`Check`'s display), derivations included."""
+        kind = "question" if self.question else "claim"
+        where = f"; registered at `{self.source}`" if self.source else ""
+        lines = [f"**{markdown_text(self.id)}: {markdown_text(self.title)}** ({kind}{where})", "",
+                 markdown_text(self.statement)]
+        if self.assumptions:
+            lines += ["", "Assumptions: " + "; ".join(map(markdown_text, self.assumptions)) + "."]
+        if self.question:
+            lines += ["", QUESTION_NOTE]
+        lines += ["", f"Checks ({len(self.checks)}):" if self.checks else "No check is registered for it yet."]
+        if self.checks:
+            lines.append("")
+        for chk in self.checks:
+            lines += chk._markdown_lines()
+        return "\n".join(lines)
 
 
 CLAIMS: dict[str, Claim] = {}

@@ -8,15 +8,25 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from attneb.theory.derivation import markdown_text
+
 from . import content
-from .registry import CLAIMS, Check, Claim, Context, Evidence
+from .registry import CLAIMS, QUESTION_NOTE, Check, Claim, Context, Evidence
 from .shared_pool import run_groups
 from .studies import STUDIES
 
-__all__ = ["NOT_RUN", "SHARED_MEASUREMENTS", "STUDIES", "CheckResult", "ClaimResult", "run", "run_check", "select"]
+__all__ = ["NOT_RUN", "SHARED_MEASUREMENTS", "STUDIES", "CheckResult", "ClaimResult", "run", "run_check", "select",
+           "status_label"]
 
 #: Status of a superseded check that a run left out (``superseded=False``, the default).
 NOT_RUN = "not run"
+
+
+def status_label(question: bool, status: str) -> str:
+    """How a status reads: a question's ``pass``/``fail`` is its answer, ``yes``/``no``."""
+    if question and status in ("pass", "fail"):
+        return "answer " + ("yes" if status == "pass" else "no")
+    return status
 
 
 @dataclass(frozen=True)
@@ -37,6 +47,30 @@ class CheckResult:
     @property
     def name(self) -> str:
         return self.check.name
+
+    def _markdown_lines(self) -> list[str]:
+        """A Markdown list item: name, status, kind, time and summary; then criterion, figures, error and table."""
+        superseded = "superseded, not gating; " if not self.check.gating else ""
+        if self.status == NOT_RUN:
+            return [f"- **{markdown_text(self.name)}** ({superseded}not run)"]
+        evidence = self.evidence
+        kind = f", {evidence.kind}" if evidence is not None else ""
+        head = f"- **{markdown_text(self.name)}** ({superseded}{self.status}{kind}, {self.seconds:.2f} s)"
+        lines = [head + (f": {markdown_text(evidence.summary)}" if evidence is not None else "")]
+        if self.check.criterion:
+            lines.append(f"  - criterion (fixed before the run): {markdown_text(self.check.criterion)}")
+        if evidence is not None and evidence.figures:
+            lines.append("  - figures, in the report folder: " + ", ".join(f"`{f}`" for f in evidence.figures))
+        if self.error is not None:
+            lines += ["  - raised:", "", "    ```", *("    " + line for line in self.error.rstrip().splitlines()),
+                      "    ```"]
+        if evidence is not None and evidence.markdown:
+            lines += ["", evidence.markdown, ""]
+        return lines
+
+    def _repr_markdown_(self) -> str:
+        """Name, status, kind of evidence, seconds and summary, with the criterion (and an error's traceback)."""
+        return "\n".join(self._markdown_lines())
 
 
 @dataclass(frozen=True)
@@ -60,6 +94,21 @@ class ClaimResult:
             if worst in statuses:
                 return worst
         return "pass"
+
+    def _repr_markdown_(self) -> str:
+        """Id, title, status (a question's: its answer) and statement; then each check's status, criterion, summary."""
+        claim = self.claim
+        kind = "question, " if claim.question else ""
+        lines = [f"**{markdown_text(claim.id)}: {markdown_text(claim.title)}** — "
+                 f"{kind}{status_label(claim.question, self.status)}", "", markdown_text(claim.statement)]
+        if claim.question:
+            lines += ["", QUESTION_NOTE]
+        lines.append("")
+        for result in self.checks:
+            lines += result._markdown_lines()
+        if not self.checks:
+            lines.append("No check is registered for it yet.")
+        return "\n".join(lines)
 
 
 def run_check(chk: Check, ctx: Context) -> CheckResult:
@@ -91,7 +140,7 @@ def run(
     ids: Iterable[str] | None = None,
     *,
     quick: bool = False,
-    out: Path = Path("attneb-report"),
+    out: Path | str = Path("attneb-report"),
     workers: int = 1,
     on_claim: Callable[[ClaimResult], None] | None = None,
     cache: dict | None = None,
@@ -119,7 +168,7 @@ def run(
         Claim ids to run; unknown ids raise ``ValueError``.
     quick : bool
         Smaller problems, still real checks.
-    out : pathlib.Path
+    out : pathlib.Path or str
         Report folder, where checks keep their stores and figures (created if needed).
     workers : int
         Worker processes, shared by the claims and their experiments' runs.
@@ -136,6 +185,7 @@ def run(
         status :data:`NOT_RUN`.
     """
     selected = select(ids)
+    out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     ctx = Context(quick=quick, out=out, workers=workers, cache={} if cache is None else cache)
     runnable = {claim_id: [c for c in CLAIMS[claim_id].checks if c.gating or superseded] for claim_id in selected}
