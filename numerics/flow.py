@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.integrate import solve_ivp
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from . import binned, gpu, kernels
 from .validation import (
