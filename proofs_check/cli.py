@@ -9,6 +9,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from datetime import datetime, timezone
 from pathlib import Path
 
 import attneb
@@ -69,6 +70,7 @@ def _verify(args: argparse.Namespace) -> int:
         print(notice, flush=True)
     say = _speaker(args)
     say(f"attneb verify ({mode}): checking claims, one line each as it completes")
+    started = datetime.now(timezone.utc)
     start = time.perf_counter()
     cache: dict = {}
     try:
@@ -82,7 +84,7 @@ def _verify(args: argparse.Namespace) -> int:
     power = None
     power_seconds = 0.0
     if args.power:
-        write_report(results, out, quick=args.quick, seconds=seconds)
+        write_report(results, out, quick=args.quick, seconds=seconds, started=started)
         say(f"power analysis ({mode}): every check under the true theory and each wrong one")
         start = time.perf_counter()
         replicates = {**({"seeds": args.replicates, "subsample": args.replicates} if args.replicates else {}),
@@ -91,10 +93,11 @@ def _verify(args: argparse.Namespace) -> int:
                         replicates=replicates, superseded=args.superseded,
                         on_check=lambda r: say(power_line(r)))
         power_seconds = time.perf_counter() - start
-    report = write_report(results, out, quick=args.quick, seconds=seconds, power=power, power_seconds=power_seconds)
+    report = write_report(results, out, quick=args.quick, seconds=seconds, power=power, power_seconds=power_seconds,
+                          started=started)
     failed = defects(report)
     answered_no = [c["id"] for c in report["claims"] if c["question"] and c["status"] == "fail"]
-    print(f"report: {out / 'report.md'} and report.json ({report['seconds']:.1f} s"
+    print(f"report: {out / 'report.html'}, report.md and report.json ({report['seconds']:.1f} s"
           + (f", power analysis {power_seconds:.1f} s)" if power is not None else ")"))
     if power is not None:
         weak = [f"{r.claim_id}: {r.check.name}" for r in power if not r.meets_goal and not r.answered_no]

@@ -1,26 +1,45 @@
-"""Write the results of a verify run (and of its power analysis) as ``report.json`` and ``report.md``."""
+"""Write the results of a verify run (and of its power analysis) as ``report.json``, ``report.md`` and ``report.html``.
+
+``report.json`` opens with ``provenance`` (:func:`run_provenance`): the layout's :data:`SCHEMA`, the
+toolkit's version and source fingerprint, the git commit of the checkout it was imported from, the
+versions of Python, numpy, scipy and sympy, the command line, the cores, and when the run started and
+ended. ``report.html`` (:mod:`.report_html`) is the same report as one self-contained page.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import platform
+import shlex
+import subprocess
+import sys
 from dataclasses import asdict
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import numpy as np
 import scipy
 import sympy
 
+import attneb
 from attneb.numerics import sweep
 from attneb.numerics.sweep import provenance
 
 from .coverage import coverage_map, uncovered
 from .power import GOAL_POWER, GOAL_SIZE, CheckPower
-from .runner import NOT_RUN, CheckResult, ClaimResult
+from .report_html import provenance_lines, write_html
+from .runner import NOT_RUN, CheckResult, ClaimResult, status_label
 
-__all__ = ["claim_line", "defects", "last_runs", "power_line", "report_dict", "status_label", "stored_code",
-           "write_report"]
+__all__ = ["SCHEMA", "claim_line", "defects", "git_state", "last_runs", "power_line", "provenance_lines", "report_dict",
+           "run_provenance", "status_label", "stored_code", "write_report"]
+
+#: The version of ``report.json``'s layout, raised whenever a key is moved, renamed or removed (adding
+#: one does not raise it). 1: the layout before ``provenance``; 2: ``provenance`` added (the keys
+#: ``created``, ``seconds``, ``code`` and ``versions`` kept beside it).
+SCHEMA = 2
+#: Seconds each ``git`` call of :func:`git_state` may take.
+GIT_TIMEOUT = 10.0
 
 
 def _evidence_text(result: ClaimResult) -> str:
@@ -34,13 +53,6 @@ def _evidence_text(result: ClaimResult) -> str:
         else:
             parts.append(f"{prefix}{c.name}: raised {c.error.strip().splitlines()[-1]}")
     return " | ".join(parts) if parts else "no check registered yet"
-
-
-def status_label(claim_id_question: bool, status: str) -> str:
-    """How a status reads: a question's ``pass``/``fail`` is its answer, ``yes``/``no``."""
-    if claim_id_question and status in ("pass", "fail"):
-        return "answer " + ("yes" if status == "pass" else "no")
-    return status
 
 
 def claim_line(result: ClaimResult) -> str:
@@ -131,25 +143,108 @@ def _outcome(c: CheckResult, last: dict | None) -> dict:
     return asdict(c.evidence) if c.evidence is not None else {"error": c.error}
 
 
+def _git(folder: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True, timeout=GIT_TIMEOUT,
+                          check=True, stdin=subprocess.DEVNULL)
+
+
+def git_state(folder: Path | str | None = None) -> dict | None:
+    """The git commit of the checkout that holds ``folder`` and whether its tracked files differ from it.
+
+    ``folder`` defaults to the folder this module was imported from, so that the answer names the
+    source that ran. Returns ``{"commit": sha, "dirty": bool}`` (dirty: a tracked file modified, staged
+    or not, as ``git describe --dirty`` counts it; untracked files do not count), or None where
+    ``folder`` is not in a git checkout, its files are not tracked there (a wheel installed into a
+    virtual environment that sits inside a checkout), git is absent, or it fails or takes longer
+    than :data:`GIT_TIMEOUT` seconds. Never raises.
+    """
+    here = Path(__file__).resolve()
+    folder = here.parent if folder is None else Path(folder).resolve()
+    try:
+        tracked = _git(folder, "ls-files", "--", ".").stdout.strip()
+        if not tracked:
+            return None
+        commit = _git(folder, "rev-parse", "HEAD").stdout.strip()
+        changes = _git(folder, "status", "--porcelain", "--untracked-files=no").stdout.strip()
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
+    return {"commit": commit, "dirty": bool(changes)}
+
+
+def _command_line(argv: list[str]) -> str:
+    """``argv`` as one shell-quoted line; the console script's path reads ``attneb``, a package's
+    ``.../NAME/__main__.py`` (``python -m NAME``) reads ``python -m NAME``."""
+    if not argv:
+        return ""
+    first = Path(argv[0])
+    if first.name == "attneb":
+        head = ["attneb"]
+    elif first.name == "__main__.py" and first.parent.name:
+        head = ["python", "-m", first.parent.name]
+    else:
+        head = [argv[0]]
+    return shlex.join(head + list(argv[1:]))
+
+
+def _utc(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).isoformat(timespec="seconds")
+
+
+def run_provenance(*, seconds: float, started: datetime | None = None, finished: datetime | None = None) -> dict:
+    """What produced a report: the layout's :data:`SCHEMA`, the code, its environment, the command and the times.
+
+    Parameters
+    ----------
+    seconds : float
+        How long the run took; with ``started`` None, the start is ``finished - seconds``.
+    started, finished : datetime, optional
+        When the run started and ended (``finished`` defaults to now). A naive datetime is read as
+        local time; both are written in UTC, ISO 8601, to the second.
+    """
+    finished = datetime.now(timezone.utc) if finished is None else finished
+    started = finished - timedelta(seconds=seconds) if started is None else started
+    try:
+        available = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        available = os.cpu_count()
+    return {
+        "schema": SCHEMA,
+        "toolkit": attneb.__version__,
+        "code": provenance.source_fingerprint(),
+        "git": git_state(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "scipy": scipy.__version__,
+        "sympy": sympy.__version__,
+        "command": _command_line(sys.argv),
+        "cores": {"available": available, "total": os.cpu_count()},
+        "started": _utc(started),
+        "finished": _utc(finished),
+    }
+
+
 def report_dict(results: list[ClaimResult], *, quick: bool, seconds: float,
                 power: list[CheckPower] | None = None, power_seconds: float = 0.0, stored: dict | None = None,
-                previous: dict[tuple[str, str], dict] | None = None) -> dict:
-    """The JSON report: run metadata, one object per claim under ``claims``, the coverage map,
-    (after a power analysis) ``power`` and, given ``stored`` (:func:`stored_code`), which code
-    computed the stored results. A check not run shows its last run from ``previous``
-    (:func:`last_runs`) where there is one."""
+                previous: dict[tuple[str, str], dict] | None = None, started: datetime | None = None) -> dict:
+    """The JSON report: its ``provenance`` (:func:`run_provenance`), run metadata, one object per claim
+    under ``claims``, the coverage map, (after a power analysis) ``power`` and, given ``stored``
+    (:func:`stored_code`), which code computed the stored results. A check not run shows its last
+    run from ``previous`` (:func:`last_runs`) where there is one.
+
+    ``started`` is when the run began (``attneb verify`` passes it); without it the start is taken
+    as ``seconds + power_seconds`` before now. ``created``, ``code`` and ``versions`` repeat what
+    ``provenance`` says, for the readers of the earlier layout.
+    """
+    finished = datetime.now(timezone.utc)
+    origin = run_provenance(seconds=seconds + power_seconds, started=started, finished=finished)
     report = {
+        "provenance": origin,
         "tool": "attneb verify",
         "mode": "quick" if quick else "full",
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created": origin["finished"],
         "seconds": round(seconds, 3),
-        "code": provenance.source_fingerprint(),
-        "versions": {
-            "python": platform.python_version(),
-            "numpy": np.__version__,
-            "scipy": scipy.__version__,
-            "sympy": sympy.__version__,
-        },
+        "code": origin["code"],
+        "versions": {key: origin[key] for key in ("python", "numpy", "scipy", "sympy")},
         "passed": all(r.status in ("pass", "unchecked") or (r.claim.question and r.status == "fail") for r in results),
         "claims": [
             {
@@ -257,6 +352,13 @@ def _stored_markdown(stored: dict) -> list[str]:
     return []
 
 
+def _provenance_markdown(report: dict) -> list[str]:
+    if "provenance" not in report:
+        return []
+    return ["", "## Provenance", ""] + [f"- {label}: `{text}`" if label == "command" else f"- {label}: {text}"
+                                        for label, text in provenance_lines(report["provenance"])]
+
+
 def _markdown(report: dict) -> str:
     lines = [
         "# attneb verify report",
@@ -264,6 +366,7 @@ def _markdown(report: dict) -> str:
         f"Mode: {report['mode']} · created {report['created']} · {report['seconds']:.1f} s · "
         f"code {report['code']} · " + ", ".join(f"{k} {v}" for k, v in report["versions"].items()),
         *_stored_markdown(report.get("stored", {"used": {}, "held": {}})),
+        *_provenance_markdown(report),
         "",
         "| claim | status | title | where |",
         "|---|---|---|---|",
@@ -310,19 +413,23 @@ def _markdown(report: dict) -> str:
 
 
 def write_report(results: list[ClaimResult], out: Path, *, quick: bool, seconds: float,
-                 power: list[CheckPower] | None = None, power_seconds: float = 0.0) -> dict:
-    """Write ``report.json`` and ``report.md`` into ``out`` (created if needed); return the dict.
+                 power: list[CheckPower] | None = None, power_seconds: float = 0.0,
+                 started: datetime | None = None, derivations: bool = True) -> dict:
+    """Write ``report.json``, ``report.md`` and ``report.html`` into ``out`` (created if needed); return the dict.
 
     The report says which code computed the results stored under ``out`` (:func:`stored_code`);
     a check not run shows its last run from the ``report.json`` it replaces, if that was of the
-    same mode.
+    same mode. ``started``: when the run began (see :func:`report_dict`). ``derivations=False``
+    leaves the derivations out of ``report.html`` (:func:`.report_html.write_html`), which
+    otherwise shows those that bear on each claim as MathML.
     """
     out.mkdir(parents=True, exist_ok=True)
     previous = out / "report.json"
     earlier = json.loads(previous.read_text()) if previous.is_file() else {}
     report = report_dict(results, quick=quick, seconds=seconds, power=power, power_seconds=power_seconds,
-                         stored=stored_code(out),
+                         stored=stored_code(out), started=started,
                          previous=last_runs(earlier) if earlier.get("mode") == ("quick" if quick else "full") else None)
     (out / "report.json").write_text(json.dumps(report, indent=2, default=float) + "\n")
     (out / "report.md").write_text(_markdown(report))
+    write_html(report, out, derivations=derivations)
     return report

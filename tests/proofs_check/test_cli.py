@@ -100,7 +100,7 @@ def test_verify_and_sweep_default_to_the_same_workers():
 def test_quiet_verify_prints_only_the_outcome(tmp_path, capsys):
     assert cli.main(["verify", "--quick", "--workers", "1", "--out", str(tmp_path), "--only", "B1", "-q"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines == [f"report: {tmp_path / 'report.md'} and report.json ({lines[0].split('(')[1]}",
+    assert lines == [f"report: {tmp_path / 'report.html'}, report.md and report.json ({lines[0].split('(')[1]}",
                      "all checks passed"]
     assert cli.main(["verify", "--quick", "--workers", "1", "--out", str(tmp_path), "--only", "B1"]) == 0
     loud = capsys.readouterr().out.splitlines()

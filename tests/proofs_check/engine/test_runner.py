@@ -35,8 +35,9 @@ def scratch_claims():
 
 
 def stable(report: dict) -> dict:
-    """The report without what differs between runs (timings, date) or processes (the toy's pid)."""
+    """The report without what differs between runs (timings, dates, provenance's times) or processes (the toy's pid)."""
     report = {k: copy.deepcopy(v) for k, v in report.items() if k not in ("created", "seconds")}
+    report["provenance"].pop("started"), report["provenance"].pop("finished")
     for entry in report["claims"]:
         for evidence in entry["evidence"]:
             evidence.pop("seconds"), evidence.pop("cpu_seconds")
