@@ -8,24 +8,33 @@ by one-dimensional quadrature accurate to ~1e-12), each from its own formula, so
 identity ``E[x | xt] = xt + sigma2 * grad log p(xt)`` is something to check.
 The Bayes risk per coordinate ``E||x - E[x | xt]||^2 / d`` is exact, a 1-D quadrature or a
 Monte Carlo estimate, each reported with its accuracy as a :class:`RiskEstimate`.
+
+Each prior also answers like a frozen ``scipy.stats`` distribution: ``rvs(size, random_state=)``
+draws, ``mean()`` and ``var()`` are the mean and the per-coordinate variances (``nan``/``inf``
+where they do not exist), ``stats(moments="mv")`` gives them as scipy does, ``params()`` the
+constructor's arguments by name, and ``noisy(sigma2)`` freezes the noise level into a
+:class:`NoisyPrior`, the law of ``xt``, with ``logpdf``, ``score``, ``rvs`` and the posterior mean.
 """
 
 from __future__ import annotations
 
 import abc
 import functools
+import math
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import integrate, special
 
-from .validation import check_array, check_positive, check_positive_int, check_rng
+from .validation import check_array, check_nonnegative_int, check_positive, check_positive_int, check_rng
 
 __all__ = [
     "Discrete",
     "Gaussian",
     "GaussianMixture",
     "Laplace",
+    "NoisyPrior",
     "Prior",
     "RiskEstimate",
     "StudentT",
@@ -106,37 +115,156 @@ class RiskEstimate:
 class Prior(abc.ABC):
     """A prior on ``R^dim`` observed through additive Gaussian noise of variance ``sigma2``.
 
-    Subclasses set ``dim`` and the parameters named in ``_param_names`` in ``__init__``, and
-    implement ``moments`` and the private ``_sample``, ``_noisy_logpdf``, ``_noisy_score`` and
+    Subclasses set ``dim`` and the parameters named in ``_param_names`` in ``__init__`` (each
+    under its own name, or under the attribute ``_param_attributes`` maps it to), and implement
+    :meth:`mean`, :meth:`var` and the private ``_sample``, ``_noisy_logpdf``, ``_noisy_score`` and
     ``_posterior_mean`` on validated inputs. ``_mmse`` is Monte Carlo unless overridden.
+
+    The scipy.stats-like part of the interface (:meth:`rvs`, :meth:`stats`, :meth:`noisy`) is
+    derived from those. The constructor's arguments are read back through :meth:`params` (the
+    sweep's canonical specs and ``repr`` do so), not as attributes: :class:`Gaussian`'s parameters
+    ``mean`` and ``var`` share their names with the methods, and :class:`GaussianMixture`'s ``var``
+    is the components' variance (its attribute ``component_var``), not the prior's ``var()``.
     """
 
     dim: int
     _param_names: tuple[str, ...] = ()
+    #: The attribute a parameter is stored under, where that is not its own name.
+    _param_attributes: dict[str, str] = {}
 
     def __repr__(self) -> str:
-        params = ", ".join(f"{name}={_format_param(getattr(self, name))}" for name in self._param_names)
+        params = ", ".join(f"{name}={_format_param(value)}" for name, value in self.params().items())
         return f"{type(self).__name__}({params})"
 
-    @abc.abstractmethod
-    def moments(self) -> tuple[np.ndarray, np.ndarray]:
-        """Return ``(E[x], Var[x_i])``, two arrays of shape ``(dim,)``."""
+    def params(self) -> dict:
+        """The constructor's arguments by name, with the values the prior holds.
 
-    def sample(self, n, rng) -> np.ndarray:
+        ``type(p)(**p.params())`` is a prior with the same law, parameters and draws as ``p``.
+
+        Not named ``get_params``: scikit-learn (``clone``, ``get_params(deep=True)``,
+        ``set_params``) takes any object with a ``get_params`` method for an estimator, and a
+        prior is the argument of an estimator (``OracleBayes(prior, ...)``), not an estimator.
+
+        Returns
+        -------
+        dict
+            One entry per parameter that defines the law (``_param_names``, in the constructor's
+            order; not settings such as :class:`Discrete`'s ``budget_bytes``), with the validated,
+            canonical value: arrays as stored (a scalar ``mean`` or ``low`` as an array of shape
+            ``(1,)``, ``weights=None`` as the equal weights), numbers as ``float`` or ``int``.
+            The arrays are the prior's own, not copies: do not modify them. The sweep's canonical
+            spec of a prior is these values as plain lists and numbers.
+        """
+        return {name: getattr(self, self._param_attributes.get(name, name)) for name in self._param_names}
+
+    def stats(self, moments: str = "mv"):
+        """The prior's mean and per-coordinate variances, as ``scipy.stats``' ``stats`` gives them.
+
+        Parameters
+        ----------
+        moments : str
+            Which moments: ``"m"`` the mean ``E[x]``, ``"v"`` the variances ``Var[x_i] =
+            E[(x_i - E[x_i])^2]``, ``"mv"`` both. Skewness and kurtosis (scipy's ``"s"``,
+            ``"k"``) are not provided.
+
+        Returns
+        -------
+        ndarray of shape (dim,), or a tuple of them
+            One array when one moment is asked for, else ``(mean, var)`` in that order (whatever
+            the order of the letters, as scipy does). The variances are the diagonal of the
+            covariance: the coordinates of a :class:`Discrete` or :class:`GaussianMixture` prior may
+            be correlated, and their covariances are not given. A moment that does not exist is
+            ``nan`` (no mean, or a variance about no mean) or ``inf`` (an infinite variance), as
+            for :class:`StudentT` with ``df <= 2``; every other family's moments are finite.
+        """
+        if not isinstance(moments, str) or not moments or set(moments) - {"m", "v"}:
+            raise ValueError(
+                f"moments == {moments!r}; expected a non-empty string of the letters 'm' (mean) and 'v' "
+                f"(variances), e.g. 'mv' (skewness 's' and kurtosis 'k' are not provided)"
+            )
+        out = []
+        if "m" in moments:
+            out.append(self.mean())
+        if "v" in moments:
+            out.append(self.var())
+        return out[0] if len(out) == 1 else tuple(out)
+
+    def moments(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(mean(), var())`` for a prior whose moments are finite; raises where they are not.
+
+        A thin wrapper kept for the verification checks (C10's length scale and linear-risk
+        alternative) and the coverage map, which name ``moments``: :class:`StudentT` raises
+        ``ValueError`` where its variance is infinite (``df <= 2``) instead of returning ``inf``
+        or ``nan``, so that a scale built from it is never silently non-finite. Elsewhere it is
+        ``(self.mean(), self.var())``.
+
+        Returns
+        -------
+        mean : ndarray of shape (dim,)
+        var : ndarray of shape (dim,)
+            The per-coordinate variances, the diagonal of the covariance (see :meth:`var`).
+        """
+        return self.mean(), self.var()
+
+    def sample(self, n, rng=None) -> np.ndarray:
         """Draw ``n`` points ``x ~ rho0``.
 
         Parameters
         ----------
         n : int
-            Number of points, >= 1.
-        rng : numpy.random.Generator or int or None
-            Source of randomness.
+            Number of points, >= 0; ``n = 0`` returns an empty ``(0, dim)`` array and draws nothing
+            from ``rng``.
+        rng : numpy.random.Generator or int or numpy.random.SeedSequence or None
+            Source of randomness: a Generator is used (and advanced) as it is, an int seed or a
+            SeedSequence goes through ``numpy.random.default_rng``, ``None`` takes fresh entropy.
+            A legacy ``numpy.random.RandomState`` is refused (its stream cannot be reproduced by a
+            Generator).
 
         Returns
         -------
         ndarray of shape (n, dim)
         """
-        return self._sample(check_positive_int(n, "n"), check_rng(rng))
+        n = check_nonnegative_int(n, "n")
+        rng = _check_random_state(rng, "rng")
+        if n == 0:
+            return np.empty((0, self.dim))
+        return self._sample(n, rng)
+
+    def rvs(self, size=None, *, random_state=None) -> np.ndarray:
+        """Draw points ``x ~ rho0`` in the shape ``scipy.stats``' frozen multivariate distributions use.
+
+        Parameters
+        ----------
+        size : None or int or tuple of int
+            ``None``: one point, shape ``(dim,)``; an int ``n >= 0``: shape ``(n, dim)``; a tuple
+            ``s``: shape ``s + (dim,)``.
+        random_state : numpy.random.Generator or int or numpy.random.SeedSequence or None
+            As ``rng`` of :meth:`sample`.
+
+        Returns
+        -------
+        ndarray of shape ``(dim,)``, ``(size, dim)`` or ``size + (dim,)``
+            ``prod(size)`` draws of :meth:`sample` (one for ``size=None``), reshaped, so that
+            ``rvs(n, random_state=seed)`` equals ``sample(n, numpy.random.default_rng(seed))``.
+        """
+        shape = _check_size(size)
+        rng = _check_random_state(random_state, "random_state")
+        return self.sample(math.prod(shape), rng).reshape(shape + (self.dim,))
+
+    def noisy(self, sigma2) -> NoisyPrior:
+        """Freeze the noise variance: the law of ``xt = x + sqrt(sigma2) z``, ``x ~ rho0``, ``z ~ N(0, I_dim)``.
+
+        Parameters
+        ----------
+        sigma2 : float
+            Noise variance, finite and > 0.
+
+        Returns
+        -------
+        NoisyPrior
+            With ``logpdf``, ``score``, ``mean`` (the posterior mean ``E[x | xt]``) and ``rvs``.
+        """
+        return NoisyPrior(self, sigma2)
 
     def noisy_logpdf(self, xt, sigma2) -> np.ndarray:
         """Log density of ``xt = x + sqrt(sigma2) z``: ``log int rho0(x) phi_sigma2(xt - x) dx``.
@@ -232,6 +360,30 @@ class Prior(abc.ABC):
         )
 
     @abc.abstractmethod
+    def mean(self) -> np.ndarray:
+        """The prior's mean ``E[x]``, as ``scipy.stats``' ``mean()``.
+
+        Returns
+        -------
+        ndarray of shape (dim,)
+            A new array each call; ``nan`` where the mean does not exist (:class:`StudentT` with
+            ``df <= 1``).
+        """
+
+    @abc.abstractmethod
+    def var(self) -> np.ndarray:
+        """The per-coordinate variances ``Var[x_i] = E[(x_i - E[x_i])^2]``, as ``scipy.stats``' ``var()``.
+
+        Returns
+        -------
+        ndarray of shape (dim,)
+            A new array each call: the diagonal of the covariance (the coordinates of a
+            :class:`Discrete` or :class:`GaussianMixture` prior may be correlated, and their
+            covariances are not given); ``inf`` where infinite, ``nan`` where there is no mean
+            (:class:`StudentT` with ``df <= 2``).
+        """
+
+    @abc.abstractmethod
     def _sample(self, n: int, rng: np.random.Generator) -> np.ndarray: ...
 
     @abc.abstractmethod
@@ -244,6 +396,115 @@ class Prior(abc.ABC):
     def _posterior_mean(self, xt: np.ndarray, sigma2: float) -> np.ndarray: ...
 
 
+class NoisyPrior:
+    """The law of the noisy point ``xt = x + sqrt(sigma2) z`` (``x ~ rho0``, ``z ~ N(0, I_dim)``), frozen.
+
+    Made by :meth:`Prior.noisy`; ``sigma2`` is fixed, as a frozen ``scipy.stats`` distribution
+    fixes its parameters. Its methods are the prior's at that ``sigma2``.
+
+    Parameters
+    ----------
+    prior : Prior
+        The law ``rho0`` of the clean point.
+    sigma2 : float
+        Noise variance, finite and > 0.
+
+    Attributes
+    ----------
+    prior : Prior
+    sigma2 : float
+    dim : int
+        ``prior.dim``.
+
+    Notes
+    -----
+    :meth:`mean` is the **posterior mean** ``E[x | xt]`` at given noisy points (the denoiser), not
+    the mean of ``xt``: that is the prior's mean, ``prior.mean()``, and the variances of
+    ``xt``'s coordinates are ``prior.var() + sigma2``.
+    """
+
+    def __init__(self, prior, sigma2):
+        if not isinstance(prior, Prior):
+            raise TypeError(f"prior must be a Prior (a family of numerics.priors), got {prior!r}")
+        self.prior = prior
+        self.sigma2 = check_positive(sigma2, "sigma2")
+        self.dim = prior.dim
+
+    def __repr__(self) -> str:
+        return f"NoisyPrior({self.prior!r}, sigma2={self.sigma2!r})"
+
+    def logpdf(self, xt) -> np.ndarray:
+        """``log p(xt) = log int rho0(x) phi_sigma2(xt - x) dx``: :meth:`Prior.noisy_logpdf` at ``sigma2``.
+
+        Parameters
+        ----------
+        xt : array_like of shape (M, dim)
+            Noisy points, one per row.
+
+        Returns
+        -------
+        ndarray of shape (M,)
+        """
+        return self.prior.noisy_logpdf(xt, self.sigma2)
+
+    def score(self, xt) -> np.ndarray:
+        """``grad log p(xt)``, the gradient of :meth:`logpdf`: :meth:`Prior.noisy_score` at ``sigma2``.
+
+        Parameters
+        ----------
+        xt : array_like of shape (M, dim)
+            Noisy points, one per row.
+
+        Returns
+        -------
+        ndarray of shape (M, dim)
+        """
+        return self.prior.noisy_score(xt, self.sigma2)
+
+    def mean(self, xt) -> np.ndarray:
+        """The posterior mean ``E[x | xt] = int x rho0(x) phi_sigma2(xt - x) dx / p(xt)``, not the mean of ``xt``.
+
+        :meth:`Prior.posterior_mean` at ``sigma2``, the Bayes denoiser; by Tweedie's identity it
+        equals ``xt + sigma2 * score(xt)`` (each family computes the two by separate routes).
+
+        Parameters
+        ----------
+        xt : array_like of shape (M, dim)
+            Noisy points, one per row.
+
+        Returns
+        -------
+        ndarray of shape (M, dim)
+        """
+        return self.prior.posterior_mean(xt, self.sigma2)
+
+    def rvs(self, size=None, *, random_state=None) -> np.ndarray:
+        """Draw noisy points ``xt = x + sqrt(sigma2) z``.
+
+        The draws are made in the order of :func:`attneb.numerics.experiments.draw_batch`: first the
+        ``n = prod(size)`` clean points ``x = prior.sample(n, rng)`` (shape ``(n, dim)``), then
+        ``rng.standard_normal((n, dim))`` for ``z``; so ``rvs(n, random_state=seed)`` is the noisy
+        half of ``draw_batch(prior, sigma2, n, seed)``.
+
+        Parameters
+        ----------
+        size : None or int or tuple of int
+            ``None``: one point, shape ``(dim,)``; an int ``n >= 0``: shape ``(n, dim)``; a tuple
+            ``s``: shape ``s + (dim,)``.
+        random_state : numpy.random.Generator or int or numpy.random.SeedSequence or None
+            As ``rng`` of :meth:`Prior.sample`.
+
+        Returns
+        -------
+        ndarray of shape ``(dim,)``, ``(size, dim)`` or ``size + (dim,)``
+        """
+        shape = _check_size(size)
+        rng = _check_random_state(random_state, "random_state")
+        x = self.prior.sample(math.prod(shape), rng)
+        xt = x + np.sqrt(self.sigma2) * rng.standard_normal(x.shape)
+        return xt.reshape(shape + (self.dim,))
+
+
 class Gaussian(Prior):
     """Isotropic Gaussian prior ``N(mean, var I_d)``.
 
@@ -254,6 +515,9 @@ class Gaussian(Prior):
     var : float
         Prior variance ``tau2 > 0`` of each coordinate.
 
+    The two are stored privately (:meth:`mean` and :meth:`var` are the methods every prior has)
+    and read back by :meth:`params`: ``{"mean": m as an array of shape (d,), "var": tau2}``.
+
     Notes
     -----
     With ``v = tau2 + sigma2``: ``xt ~ N(m, v I)``, so
@@ -263,31 +527,37 @@ class Gaussian(Prior):
     """
 
     _param_names = ("mean", "var")
+    _param_attributes = {"mean": "_loc", "var": "_variance"}
 
     def __init__(self, mean, var):
-        self.mean = check_array(np.atleast_1d(mean), "mean", ndim=1)
-        self.var = check_positive(var, "var")
-        self.dim = self.mean.size
+        self._loc = check_array(np.atleast_1d(mean), "mean", ndim=1)
+        self._variance = check_positive(var, "var")
+        self.dim = self._loc.size
 
-    def moments(self):
-        return self.mean.copy(), np.full(self.dim, self.var)
+    def mean(self):
+        """``E[x] = m``, shape ``(d,)``."""
+        return self._loc.copy()
+
+    def var(self):
+        """``Var[x_i] = tau2``, shape ``(d,)``."""
+        return np.full(self.dim, self._variance)
 
     def _sample(self, n, rng):
-        return self.mean + np.sqrt(self.var) * rng.standard_normal((n, self.dim))
+        return self._loc + np.sqrt(self._variance) * rng.standard_normal((n, self.dim))
 
     def _noisy_logpdf(self, xt, sigma2):
-        v = self.var + sigma2
-        return -0.5 * (np.sum((xt - self.mean) ** 2, axis=1) / v + self.dim * np.log(2 * np.pi * v))
+        v = self._variance + sigma2
+        return -0.5 * (np.sum((xt - self._loc) ** 2, axis=1) / v + self.dim * np.log(2 * np.pi * v))
 
     def _noisy_score(self, xt, sigma2):
-        return (self.mean - xt) / (self.var + sigma2)
+        return (self._loc - xt) / (self._variance + sigma2)
 
     def _posterior_mean(self, xt, sigma2):
-        return self.mean + (self.var / (self.var + sigma2)) * (xt - self.mean)
+        return self._loc + (self._variance / (self._variance + sigma2)) * (xt - self._loc)
 
     def _mmse(self, sigma2, rng, n_mc):
         return RiskEstimate(
-            value=self.var * sigma2 / (self.var + sigma2),
+            value=self._variance * sigma2 / (self._variance + sigma2),
             error=0.0,
             method="exact",
             detail="tau2 * sigma2 / (tau2 + sigma2)",
@@ -347,9 +617,13 @@ class Discrete(Prior):
         self._half_sq_norms = 0.5 * np.einsum("ij,ij->i", self._centred, self._centred)
         self._log_weights = _log_weights(self.weights)
 
-    def moments(self):
-        mean = self.weights @ self.atoms
-        return mean, self.weights @ (self.atoms - mean) ** 2
+    def mean(self):
+        """``E[x] = sum_k w_k a_k``, shape ``(d,)``."""
+        return self.weights @ self.atoms
+
+    def var(self):
+        """``Var[x_i] = sum_k w_k (a_ki - E[x_i])^2``, shape ``(d,)``."""
+        return self.weights @ (self.atoms - self.mean()) ** 2
 
     def _sample(self, n, rng):
         return self.atoms[rng.choice(self.atoms.shape[0], size=n, p=self.weights)]
@@ -481,6 +755,14 @@ class GaussianMixture(Prior):
     var : float
         Component variance ``v > 0`` (keyword only, required).
 
+    Attributes
+    ----------
+    means : ndarray of shape (K, d)
+    weights : ndarray of shape (K,)
+    component_var : float
+        The argument ``var``, the variance ``v`` of each component's coordinates (``params()["var"]``),
+        not the prior's: that is :meth:`var`, ``v + sum_k w_k (m_ki - E[x_i])^2``.
+
     Notes
     -----
     ``xt`` is the discrete prior ``sum_k w_k delta_{m_k}`` seen at noise ``h = v + sigma2``, so
@@ -495,38 +777,43 @@ class GaussianMixture(Prior):
     """
 
     _param_names = ("means", "weights", "var")
+    _param_attributes = {"var": "component_var"}
 
     def __init__(self, means, weights=None, *, var):
         self.means = check_array(means, "means")
         self.weights = _check_weights(weights, self.means.shape[0], "weights", "means")
-        self.var = check_positive(var, "var")
+        self.component_var = check_positive(var, "var")
         self.dim = self.means.shape[1]
         self._centres = Discrete(self.means, self.weights)
 
-    def moments(self):
-        mean, var = self._centres.moments()
-        return mean, var + self.var
+    def mean(self):
+        """``E[x] = sum_k w_k m_k``, shape ``(d,)``."""
+        return self._centres.mean()
+
+    def var(self):
+        """``Var[x_i] = v + sum_k w_k (m_ki - E[x_i])^2`` (law of total variance), shape ``(d,)``."""
+        return self._centres.var() + self.component_var
 
     def _sample(self, n, rng):
-        return self._centres._sample(n, rng) + np.sqrt(self.var) * rng.standard_normal((n, self.dim))
+        return self._centres._sample(n, rng) + np.sqrt(self.component_var) * rng.standard_normal((n, self.dim))
 
     def _noisy_logpdf(self, xt, sigma2):
-        return self._centres._noisy_logpdf(xt, self.var + sigma2)
+        return self._centres._noisy_logpdf(xt, self.component_var + sigma2)
 
     def _noisy_score(self, xt, sigma2):
-        return self._centres._noisy_score(xt, self.var + sigma2)
+        return self._centres._noisy_score(xt, self.component_var + sigma2)
 
     def _posterior_mean(self, xt, sigma2):
-        h = self.var + sigma2
-        return (self.var / h) * xt + (sigma2 / h) * self._centres._posterior_mean(xt, h)
+        h = self.component_var + sigma2
+        return (self.component_var / h) * xt + (sigma2 / h) * self._centres._posterior_mean(xt, h)
 
     def _mmse(self, sigma2, rng, n_mc):
         if self.dim > 1:
             return super()._mmse(sigma2, rng, n_mc)
-        h = self.var + sigma2
+        h = self.component_var + sigma2
         value, error = self._centres._risk_1d(h)
         return RiskEstimate(
-            value=self.var * sigma2 / h + (sigma2 / h) ** 2 * value,
+            value=self.component_var * sigma2 / h + (sigma2 / h) ** 2 * value,
             error=(sigma2 / h) ** 2 * error,
             method="quadrature",
             detail="v sigma2 / h + (sigma2 / h)^2 * quad of p(xt) Var[m_K | xt] over xt; " + _QUAD_DETAIL,
@@ -576,8 +863,13 @@ class UniformSphere(Prior):
         self.radius = check_positive(radius, "radius")
         self._nu = self.dim / 2 - 1
 
-    def moments(self):
-        return np.zeros(self.dim), np.full(self.dim, self.radius**2 / self.dim)
+    def mean(self):
+        """``E[x] = 0`` (symmetry), shape ``(d,)``."""
+        return np.zeros(self.dim)
+
+    def var(self):
+        """``Var[x_i] = r^2 / d``: ``E||x||^2 = r^2`` shared equally by the ``d`` coordinates."""
+        return np.full(self.dim, self.radius**2 / self.dim)
 
     def _sample(self, n, rng):
         z = rng.standard_normal((n, self.dim))
@@ -697,8 +989,13 @@ class UniformBox(Prior):
             )
         self.dim = self.low.size
 
-    def moments(self):
-        return (self.low + self.high) / 2, (self.high - self.low) ** 2 / 12
+    def mean(self):
+        """``E[x_i] = (low_i + high_i) / 2``, shape ``(d,)``."""
+        return (self.low + self.high) / 2
+
+    def var(self):
+        """``Var[x_i] = (high_i - low_i)^2 / 12``, shape ``(d,)``."""
+        return (self.high - self.low) ** 2 / 12
 
     def _sample(self, n, rng):
         return rng.uniform(self.low, self.high, size=(n, self.dim))
@@ -782,8 +1079,13 @@ class Laplace(Prior):
         self.scale = check_positive(scale, "scale")
         self.dim = check_positive_int(dim, "dim")
 
-    def moments(self):
-        return np.zeros(self.dim), np.full(self.dim, 2 * self.scale**2)
+    def mean(self):
+        """``E[x] = 0``, shape ``(dim,)``."""
+        return np.zeros(self.dim)
+
+    def var(self):
+        """``Var[x_i] = 2 b^2``, shape ``(dim,)``."""
+        return np.full(self.dim, 2 * self.scale**2)
 
     def _sample(self, n, rng):
         return rng.laplace(0.0, self.scale, size=(n, self.dim))
@@ -849,7 +1151,11 @@ class StudentT(Prior):
         (``nu = 1`` is the Cauchy prior): the noisy density, its score, the posterior mean and the
         Bayes risk (at most ``sigma2``, the risk of ``xt`` itself) are finite for every ``nu``.
         :meth:`moments` raises ``ValueError`` for ``nu <= 2``, where the prior's variance is
-        infinite (and its mean undefined for ``nu <= 1``).
+        infinite (and its mean undefined for ``nu <= 1``). :meth:`var` (and :meth:`stats`) answers there as
+        ``scipy.stats.t`` does for the variance: ``s^2 nu / (nu - 2)`` for ``nu > 2``, ``inf`` for
+        ``1 < nu <= 2``, ``nan`` for ``nu <= 1``; the mean is ``0`` for ``nu > 1`` and ``nan`` for
+        ``nu <= 1`` (undefined, as ``scipy.stats.cauchy`` reports it; ``scipy.stats.t`` reports
+        ``inf`` there).
     scale : float
         ``s > 0``.
     dim : int
@@ -920,9 +1226,20 @@ class StudentT(Prior):
         if self.df <= 2:
             raise ValueError(
                 f"df == {self.df}: a Student-t prior has infinite variance for df <= 2 (and no mean for "
-                f"df <= 1); moments() needs df > 2 (everything else accepts any df > 0)"
+                f"df <= 1); moments() needs df > 2 (mean(), var() and stats() return nan/inf there; everything else accepts "
+                f"any df > 0)"
             )
-        return np.zeros(self.dim), np.full(self.dim, self.scale**2 * self.df / (self.df - 2))
+        return super().moments()
+
+    def mean(self):
+        """``E[x] = 0`` for ``nu > 1``; ``nan`` for ``nu <= 1`` (``E|x_i| = inf``: no mean)."""
+        return np.full(self.dim, 0.0 if self.df > 1 else np.nan)
+
+    def var(self):
+        """``Var[x_i] = s^2 nu / (nu - 2)`` for ``nu > 2``; ``inf`` for ``1 < nu <= 2``; ``nan`` for ``nu <= 1``."""
+        if self.df > 2:
+            return np.full(self.dim, self.scale**2 * self.df / (self.df - 2))
+        return np.full(self.dim, np.inf if self.df > 1 else np.nan)
 
     def _sample(self, n, rng):
         return self.scale * rng.standard_t(self.df, size=(n, self.dim))
@@ -1248,6 +1565,40 @@ def _t_risk(sigma2, nu, s, log_normaliser):
             break
     error = 2 * (change + lower) + tail + 2e-14 * estimate  # tail: both sides already
     return float(2 * estimate), float(error), int(nodes)
+
+
+def _check_size(size) -> tuple[int, ...]:
+    """The leading shape of ``rvs``' draws: ``()`` for ``None``, ``(n,)`` for an int, the tuple itself."""
+    if size is None:
+        return ()
+    shape = tuple(size) if isinstance(size, (tuple, list)) else (size,)
+    for value in shape:
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise TypeError(
+                f"size must be None, an integer >= 0 or a tuple of them, got {size!r} of type {type(size).__name__}"
+            )
+        if value < 0:
+            what = "must be >= 0" if shape == (size,) else "every entry must be >= 0"
+            raise ValueError(f"size == {size!r}, {what} (None gives one draw)")
+    return tuple(int(value) for value in shape)
+
+
+def _check_random_state(value, name: str) -> np.random.Generator:
+    """:func:`check_rng` with messages that name the argument (``rng`` or ``random_state``)."""
+    if isinstance(value, np.random.RandomState):
+        raise TypeError(
+            f"{name} is a legacy numpy.random.RandomState, whose draws a Generator cannot reproduce; pass a "
+            f"numpy.random.Generator (numpy.random.default_rng(seed)), an int seed or None"
+        )
+    try:
+        return check_rng(value)
+    except TypeError:
+        raise TypeError(
+            f"{name} must be a numpy.random.Generator, an int seed, a numpy.random.SeedSequence or None, "
+            f"got {value!r} of type {type(value).__name__}"
+        ) from None
+    except ValueError as exc:  # a negative int seed
+        raise ValueError(f"{name} == {value!r} is not a valid seed: {exc}") from None
 
 
 def _format_param(value) -> str:

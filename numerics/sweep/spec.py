@@ -559,7 +559,7 @@ def _parse_prior(value) -> tuple[dict, _priors.Prior]:
         raise ValueError(f"prior.{exc}") from exc
     spec = {"family": family}
     spec.update({k: plain(v) for k, v in params.items()})  # e.g. budget_bytes, as given
-    spec.update({k: plain(getattr(prior, k)) for k in cls._param_names})  # canonical values
+    spec.update({k: plain(v) for k, v in prior.params().items()})  # canonical values
     return spec, prior
 
 

@@ -446,14 +446,14 @@ def _sphere_r_for_r2(real):
 def _gaussian_sd_for_variance(real):
     """``m + sd / (sd + sigma2) (xt - m)``: the prior's standard deviation where its variance belongs."""
     def wrong(self, xt, sigma2):
-        sd = np.sqrt(self.var)
-        return self.mean + (sd / (sd + sigma2)) * (xt - self.mean)
+        sd = np.sqrt(self._variance)
+        return self._loc + (sd / (sd + sigma2)) * (xt - self._loc)
     return wrong
 
 
 def _gaussian_mean_dropped(real):
     """``tau2 / (tau2 + sigma2) xt``: the shrinkage towards 0, not towards the prior mean."""
-    return lambda self, xt, sigma2: (self.var / (self.var + sigma2)) * xt
+    return lambda self, xt, sigma2: (self._variance / (self._variance + sigma2)) * xt
 
 
 def _box_centred_wrongly(real):
@@ -618,12 +618,12 @@ def integration_range(prior: priors.Prior, sigma2: float) -> tuple[np.ndarray, n
         support = prior.atoms[prior.weights > 0]
         return support.min(axis=0) - reach * sd, support.max(axis=0) + reach * sd, tail
     if isinstance(prior, priors.GaussianMixture):
-        s = np.sqrt(prior.var + sigma2)
+        s = np.sqrt(prior.component_var + sigma2)
         support = prior.means[prior.weights > 0]
         return support.min(axis=0) - reach * s, support.max(axis=0) + reach * s, tail
     if isinstance(prior, priors.Gaussian):
-        s = np.sqrt(prior.var + sigma2)
-        return prior.mean - reach * s, prior.mean + reach * s, tail
+        s = np.sqrt(prior.var() + sigma2)
+        return prior.mean() - reach * s, prior.mean() + reach * s, tail
     if isinstance(prior, priors.UniformSphere):
         edge = np.full(prior.dim, prior.radius + reach * sd)
         return -edge, edge, tail
@@ -644,7 +644,7 @@ def _breakpoints(prior: priors.Prior) -> np.ndarray:
     if isinstance(prior, priors.GaussianMixture):
         return prior.means[:, 0]
     if isinstance(prior, priors.Gaussian):
-        return prior.mean
+        return prior.mean()
     if isinstance(prior, priors.UniformBox):
         return np.array([prior.low[0], prior.high[0]])
     if isinstance(prior, priors.UniformSphere):
@@ -801,7 +801,7 @@ def _normalisation_alternatives():
         alternative("Gaussian log density without -(d/2) log(2 pi v)",
                     "Gaussian.noisy_logpdf missing its normalising constant",
                     swap("attneb.numerics.priors:Gaussian._noisy_logpdf",
-                         _logpdf_plus(lambda self, s2: 0.5 * self.dim * np.log(2 * np.pi * (self.var + s2)))),
+                         _logpdf_plus(lambda self, s2: 0.5 * self.dim * np.log(2 * np.pi * (self._variance + s2)))),
                     kind="implementation"),
         alternative("sphere log density without -(d/2) log(2 pi sigma2)",
                     "UniformSphere.noisy_logpdf missing its Gaussian normalising constant",
@@ -1057,7 +1057,7 @@ def _risk_criterion(names) -> str:
 def _gaussian_mmse_sd_for_variance(real):
     """``sd sigma2 / (sd + sigma2)``: the prior's standard deviation where its variance belongs."""
     def wrong(self, sigma2, rng, n_mc):
-        sd = np.sqrt(self.var)
+        sd = np.sqrt(self._variance)
         return priors.RiskEstimate(sd * sigma2 / (sd + sigma2), 0.0, "exact", "sd sigma2 / (sd + sigma2)")
     return wrong
 

@@ -177,7 +177,7 @@ CLOSED_FORMS = {
                          lambda q, x: _softmax_mean(q, _euler_layers(x, H2, 0.1, 25), SIGMA2)),
     # the Gaussian posterior mean: mu + tau2 / (tau2 + sigma2) (q - mu)
     "OracleBayes": (estimators.OracleBayes(PRIOR, SIGMA2),
-                    lambda q, x: PRIOR.mean + 1.0 / (1.0 + SIGMA2) * (q - PRIOR.mean)),
+                    lambda q, x: PRIOR.mean() + 1.0 / (1.0 + SIGMA2) * (q - PRIOR.mean())),
 }
 
 

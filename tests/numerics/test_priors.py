@@ -112,10 +112,10 @@ def _reference_1d(prior):
     if isinstance(prior, UniformSphere):
         return "atoms", np.array([-prior.radius, prior.radius]), np.array([0.5, 0.5])
     if isinstance(prior, Gaussian):
-        m, sd = prior.mean[0], np.sqrt(prior.var)
+        m, sd = prior.params()["mean"][0], np.sqrt(prior.params()["var"])
         return "density", stats.norm(m, sd).pdf, m - 40 * sd, m + 40 * sd, [m]
     if isinstance(prior, GaussianMixture):
-        means, sd = prior.means[:, 0], np.sqrt(prior.var)
+        means, sd = prior.means[:, 0], np.sqrt(prior.component_var)
 
         def pdf(x):
             return prior.weights @ stats.norm.pdf(x, means, sd)
@@ -151,7 +151,7 @@ def check_normalised(prior, sigma2, rng):
         _check_normalised_1d(prior, sigma2)
     elif isinstance(prior, (Gaussian, UniformBox, Laplace, StudentT)):
         factors = {
-            Gaussian: lambda i: Gaussian(prior.mean[i], prior.var),
+            Gaussian: lambda i: Gaussian(prior.params()["mean"][i], prior.params()["var"]),
             UniformBox: lambda i: UniformBox(prior.low[i], prior.high[i]),
             Laplace: lambda i: Laplace(prior.scale, 1),
             StudentT: lambda i: StudentT(prior.df, prior.scale, 1),
@@ -172,7 +172,8 @@ def check_normalised(prior, sigma2, rng):
         total, err = _quad(radial, max(0.0, r - 40 * sd), r + 40 * sd, [r])
         assert abs(total - 1) <= err + 1e-10
     else:
-        centres, h = (prior.means, prior.var + sigma2) if isinstance(prior, GaussianMixture) else (prior.atoms, sigma2)
+        centres, h = ((prior.means, prior.component_var + sigma2) if isinstance(prior, GaussianMixture)
+                      else (prior.atoms, sigma2))
         # Proposal q: equal-weight mixture of N(c_k, 2 h I); p / q <= K max_k w_k 2^(d/2) is bounded.
         k, d = centres.shape
         t = centres[rng.integers(k, size=N_SAMPLES)] + np.sqrt(2 * h) * rng.standard_normal((N_SAMPLES, d))
@@ -825,7 +826,7 @@ BAD_CALLS = [
     (lambda p: p.posterior_mean(np.zeros((1, p.dim)), 0.0), ValueError, r"sigma2 == 0.0, must be > 0"),
     (lambda p: p.noisy_logpdf(np.zeros((1, p.dim)), np.nan), ValueError, r"sigma2 == nan, must be finite"),
     (lambda p: p.noisy_score(np.zeros((1, p.dim)), "1"), TypeError, "sigma2 must be a real number"),
-    (lambda p: p.sample(0, 1), ValueError, r"n == 0, must be >= 1"),
+    (lambda p: p.sample(-1, 1), ValueError, r"n == -1, must be >= 0"),
     (lambda p: p.sample(3, "seed"), TypeError, "rng must be"),
     (lambda p: p.mmse(-1.0), ValueError, r"sigma2 == -1.0, must be > 0"),
     (lambda p: p.mmse(1.0, n_mc=1), ValueError, r"n_mc == 1, must be >= 2"),
@@ -889,10 +890,15 @@ MOMENTS = {
 
 @pytest.mark.parametrize("name", MOMENTS)
 def test_moments_are_the_closed_forms(name):
+    """``mean()`` and ``var()`` are the closed forms, and ``moments()`` is the two of them."""
     prior, (mean, var) = MOMENTS[name]
-    got_mean, got_var = prior.moments()
+    got_mean, got_var = prior.mean(), prior.var()
+    assert got_mean.shape == got_var.shape == (prior.dim,)
     assert_allclose(got_mean, np.broadcast_to(mean, (prior.dim,)), rtol=1e-12, atol=1e-15)
     assert_allclose(got_var, np.broadcast_to(var, (prior.dim,)), rtol=1e-12)
+    both = prior.moments()
+    np.testing.assert_array_equal(both[0], got_mean)
+    np.testing.assert_array_equal(both[1], got_var)
 
 
 N_LAW = 1_000_000

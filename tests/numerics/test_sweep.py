@@ -231,7 +231,7 @@ def test_build_prior_makes_the_family_with_its_parameters():
     families = {"Discrete", "Gaussian", "GaussianMixture", "Laplace", "StudentT", "UniformBox", "UniformSphere"}
     assert registry.prior_families() == {name: getattr(priors, name) for name in families}
     prior = registry.build_prior({"family": "GaussianMixture", "means": [[-2.0], [2.0]], "var": 0.25})
-    assert isinstance(prior, priors.GaussianMixture) and prior.var == 0.25
+    assert isinstance(prior, priors.GaussianMixture) and prior.component_var == 0.25
     np.testing.assert_array_equal(prior.means, [[-2.0], [2.0]])
     built = sweep.RunSpec("e", {"family": "Laplace", "scale": 1.5, "dim": 2}, 0.5, 16, 0, "oracle").build_prior()
     assert isinstance(built, priors.Laplace) and (built.scale, built.dim) == (1.5, 2)
