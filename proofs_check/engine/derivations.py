@@ -19,12 +19,15 @@ from functools import cache
 
 from attneb import theory
 
+from .mathml import keep_page
 from .registry import Alternative, Context, Evidence, alternative, check, source_of, swap
 
 #: Name -> function building the derivation. Read at call time, so that a mutant can stand in.
 BUILDERS: dict[str, Callable[[], theory.Derivation]] = {}
 #: Name -> the time limit of each item's check, seconds (:meth:`attneb.theory.Derivation.check`).
 TIME_LIMITS: dict[str, float | None] = {}
+#: Name -> the function registered to build it (BUILDERS' entry unless a mutant stands in for it).
+_REGISTERED: dict[str, Callable[[], theory.Derivation]] = {}
 #: Claim id -> the names of the derivations registered as its checks, in order.
 CLAIM_DERIVATIONS: dict[str, list[str]] = {}
 #: The swap target of every mutant alternative: :data:`BUILDERS`, named from this module's own name.
@@ -42,6 +45,8 @@ def _checked(name: str, ctx: Context):
 def derivation_evidence(name: str, ctx: Context) -> Evidence:
     """Check derivation ``name``: passed when every step and claim is verified (symbolically or numerically)."""
     derivation, report = _checked(name, ctx)
+    if toolkit_derivation(name):
+        keep_page(ctx.out, name, derivation)  # for report.html, which so need not build it again
     counts = report.methods()
     failed = [f"{e.kind} {e.index} ({e.reason})" for e in report.entries if not e.passed]
     claims = [c.statement for c in derivation.claims]
@@ -93,6 +98,14 @@ def theory_derivation(name: str) -> Callable[[], theory.Derivation]:
     return build
 
 
+def toolkit_derivation(name: str) -> bool:
+    """Whether ``BUILDERS[name]`` is the toolkit's own, as registered: not a mutant standing in for it, nor a
+    researcher's derivation (whose code the toolkit's source fingerprint does not cover)."""
+    build = BUILDERS.get(name)
+    return build is not None and build is _REGISTERED.get(name) and \
+        (getattr(build, "__module__", "") or "").startswith("attneb.")
+
+
 def register_derivation(name: str, build: Callable[[], theory.Derivation], claim_ids: Sequence[str], *,
                         time_limit: float | None = theory.TIME_LIMIT) -> None:
     """Register derivation ``build()`` as a check of every claim in ``claim_ids``.
@@ -106,6 +119,7 @@ def register_derivation(name: str, build: Callable[[], theory.Derivation], claim
     """
     if BUILDERS.setdefault(name, build) is not build:
         raise ValueError(f"a different derivation named {name!r} is already registered")
+    _REGISTERED[name] = build
     TIME_LIMITS[name] = time_limit
     alternatives = _mutant_alternatives(name)
     for claim_id in claim_ids:

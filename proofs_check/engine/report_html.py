@@ -10,10 +10,11 @@ no stylesheet but its own.
 
 The derivations come from the registry (:data:`.derivations.CLAIM_DERIVATIONS` and
 :data:`.derivations.BUILDERS`; load the content first, :func:`.content.load_default`). Building
-them takes sympy about 30 s for all ten of :mod:`attneb.theory` (on 2 cores), so a derivation built
-in this process already (by its check, with one worker) is reused, and the MathML of each
-derivation of the toolkit's own is kept in the report folder (:data:`CACHE_NAME`) under the
-source fingerprint and sympy's version: a second report of the same code builds nothing.
+them takes sympy about 30 s for all ten of :mod:`attneb.theory` (on 2 cores), so the check of each
+derivation of the toolkit's own keeps its MathML page in the report folder as it runs, in whichever
+process ran it (:mod:`.mathml`), under the source fingerprint and sympy's version; the page is
+built here only where no check of this code kept it (a report without the claim's checks, or
+derivations registered by a researcher's own module).
 
 :func:`provenance_lines` says how the provenance reads; ``report.md`` uses it too.
 """
@@ -22,28 +23,18 @@ from __future__ import annotations
 
 import base64
 import html
-import json
-import os
 import re
 from pathlib import Path
 
-import sympy as sp
-from sympy.printing.mathml import MathMLPresentationPrinter
-
-from attneb.numerics.sweep import provenance
-
-from .derivations import BUILDERS, CLAIM_DERIVATIONS
+from .derivations import BUILDERS, CLAIM_DERIVATIONS, toolkit_derivation
+from .mathml import keep_page, kept_page, page
 from .power import GOAL_POWER, GOAL_SIZE
 from .runner import NOT_RUN, status_label
 
-__all__ = ["CACHE_NAME", "HTML_NAME", "MATHML_NAMESPACE", "derivation_html", "html_text", "math", "provenance_lines",
-           "write_html"]
+__all__ = ["HTML_NAME", "html_text", "provenance_lines", "write_html"]
 
 #: The page's file name in the report folder.
 HTML_NAME = "report.html"
-#: The file in the report folder that keeps the MathML of the toolkit's derivations between reports.
-CACHE_NAME = ".derivations_mathml.json"
-MATHML_NAMESPACE = "http://www.w3.org/1998/Math/MathML"
 
 _STYLE = """
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #1d2125; margin: 0 auto;
@@ -115,114 +106,13 @@ def _status(question: bool, status: str) -> str:
     return f'<span class="status st-{kind}">{_e(label)}</span>'
 
 
-# ------------------------------------------------------------------------------------------ MathML
-
-
-class _Printer(MathMLPresentationPrinter):
-    """sympy's presentation MathML, with ``O(x)`` and ``f|_{x=a}`` for sympy 1.14's ``order(...)`` and ``subs(...)``."""
-
-    def _element(self, tag: str, *children, text: str | None = None):
-        node = self.dom.createElement(tag)
-        if text is not None:
-            node.appendChild(self.dom.createTextNode(text))
-        for child in children:
-            node.appendChild(child)
-        return node
-
-    def _print_Order(self, e):
-        inside = [self._print(e.expr)]
-        if e.point and any(point != 0 for point in e.point):
-            inside += [self._element("mo", text=";")] + [
-                self._element("mrow", self._print(v), self._element("mo", text="\u2192"), self._print(point))
-                for v, point in zip(e.variables, e.point)]
-        return self._element("mrow", self._element("mi", text="O"), self._element("mo", text="("), *inside,
-                             self._element("mo", text=")"))
-
-    def _print_Subs(self, e):
-        expr, old, new = e.args
-        at = self._element("mrow")
-        for i, (variable, value) in enumerate(zip(old, new)):
-            if i:
-                at.appendChild(self._element("mo", text=","))
-            at.appendChild(self._element("mrow", self._print(variable), self._element("mo", text="="),
-                                         self._print(value)))
-        bar = self._element("mrow", self._element("mo", text="("), self._print(expr), self._element("mo", text=")"))
-        return self._element("msub", self._element("mrow", bar, self._element("mo", text="|")), at)
-
-
-def math(expr, *, display: str = "block") -> str:
-    """``expr`` (a sympy expression or relation) as a ``<math>`` element from sympy's presentation printer.
-
-    An expression the printer cannot handle is shown as sympy's plain text in ``<code>``.
-    """
-    try:
-        body = _Printer().doprint(expr)
-    except Exception as exc:  # noqa: BLE001 - a printer gap must not cost the report
-        return f"<code>{_e(sp.sstr(expr))}</code> <small>(no MathML: {_e(type(exc).__name__)})</small>"
-    return f'<math xmlns="{MATHML_NAMESPACE}" display="{display}">{body}</math>'
-
-
-def _symbol(symbol) -> str:
-    text = math(symbol, display="inline")
-    if symbol.is_integer and symbol.is_positive:
-        return text + " integer &ge; 1"
-    for flag, words in (("positive", "&gt; 0"), ("nonnegative", "&ge; 0"), ("real", "real")):
-        if getattr(symbol, f"is_{flag}"):
-            return f"{text} {words}"
-    return text
-
-
-def _row(label: str, relation, reason: str, extra: str = "") -> str:
-    return (f'<tr><td class="label">{_e(label)}</td><td class="relation">{math(relation)}{extra}</td>'
-            f'<td class="reason">{_e(reason)}</td></tr>')
-
-
-def derivation_html(derivation) -> str:
-    """One :class:`attneb.theory.Derivation` as HTML: its symbols, then one row per step, claimed form and result.
-
-    A step shows its relation and reason; a claimed form ``name relation typed`` with its statement,
-    and, folded, ``name = derived`` (what sympy computed) and the relations it was given.
-    """
-    rows = []
-    for kind, index, item in derivation.items():
-        given = "".join(math(g) for g in item.given)
-        if kind == "step":
-            folded = f"<details><summary>given</summary>{given}</details>" if given else ""
-            rows.append(_row(f"({index})", item.eq, item.reason, folded))
-        else:
-            shown = type(item.eq)(item.name, item.typed, evaluate=False)
-            folded = (f"<details><summary>derived by sympy</summary>"
-                      f"{math(sp.Eq(item.name, item.derived, evaluate=False))}"
-                      + (f"<p>given:</p>{given}" if given else "") + "</details>")
-            rows.append(_row(f"[claim {item.ref or index}]", shown, item.reason, folded))
-    rows += [_row("result", eq, "derived") for eq in derivation.results]
-    symbols = ", ".join(_symbol(s) for s in derivation.symbols)
-    return (f'<p class="meta">Symbols: {symbols}</p>' if symbols else "") + \
-        '<table><tr><th></th><th>relation</th><th>reason</th></tr>' + "".join(rows) + "</table>"
-
-
 class _Derivations:
-    """The HTML of each registered derivation, built once per report and kept in the report folder."""
+    """The page of each derivation of the report: kept by its check (:func:`.mathml.kept_page`), else built here."""
 
     def __init__(self, folder: Path, enabled: bool):
+        self.folder = folder
         self.enabled = enabled
-        self.path = folder / CACHE_NAME
-        self.key = f"{provenance.source_fingerprint()} sympy {sp.__version__}"
-        self.stored: dict[str, dict] = {}  # the toolkit's own, read from and written to CACHE_NAME
-        self.memo: dict[str, dict] = {}  # every derivation of this report
-        self.changed = False
-        if enabled and self.path.is_file():
-            try:
-                kept = json.loads(self.path.read_text())
-                if kept.get("key") == self.key:
-                    self.stored = dict(kept.get("derivations", {}))
-            except (OSError, ValueError, AttributeError):
-                self.stored = {}
-
-    @staticmethod
-    def _ours(build) -> bool:
-        """Whether ``build`` is the toolkit's own (the source fingerprint then names what it builds)."""
-        return (getattr(build, "__module__", "") or "").startswith("attneb.")
+        self.memo: dict[str, dict] = {}
 
     def get(self, name: str) -> dict:
         """``{"title", "html"}`` of derivation ``name``, or ``{"error"}`` when it is unknown or cannot be built."""
@@ -231,46 +121,19 @@ class _Derivations:
         return self.memo[name]
 
     def _get(self, name: str) -> dict:
-        build = BUILDERS.get(name)
-        if build is None:
+        if BUILDERS.get(name) is None:
             return {"error": f"derivation {name!r} is not registered in this process (load the content first)"}
-        ours = self._ours(build)
-        if ours and name in self.stored:
-            return self.stored[name]
+        ours = toolkit_derivation(name)
+        kept = kept_page(self.folder, name) if ours else None
+        if kept is not None:
+            return kept
         try:
-            derivation = build()
-            entry = {"title": derivation.title, "html": _rendered(derivation)}
+            derivation = BUILDERS[name]()
         except Exception as exc:  # noqa: BLE001 - a derivation that cannot be built is reported, not fatal
             return {"error": f"could not be built: {type(exc).__name__}: {exc}"}
         if ours:
-            self.stored[name] = entry
-            self.changed = True
-        return entry
-
-    def save(self) -> None:
-        """Keep the MathML of the toolkit's derivations in the report folder (written whole, atomically)."""
-        if not (self.enabled and self.changed):
-            return
-        temporary = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
-        try:
-            temporary.write_text(json.dumps({"key": self.key, "derivations": self.stored}))
-            os.replace(temporary, self.path)
-        except OSError:
-            temporary.unlink(missing_ok=True)
-
-
-#: id(derivation) -> (derivation, its HTML): a derivation object rendered once per process.
-_RENDERED: dict[int, tuple[object, str]] = {}
-
-
-def _rendered(derivation) -> str:
-    kept = _RENDERED.get(id(derivation))
-    if kept is None or kept[0] is not derivation:
-        kept = _RENDERED[id(derivation)] = (derivation, derivation_html(derivation))
-    return kept[1]
-
-
-# ------------------------------------------------------------------------------------------ pieces
+            keep_page(self.folder, name, derivation)
+        return page(derivation)
 
 
 def _inline(text: str) -> str:
@@ -461,7 +324,6 @@ def html_text(report: dict, folder: Path | str, *, derivations: bool = True) -> 
         f"<td><strong>{_e(c['title'])}.</strong> {_e(c['statement'])}</td>"
         f"<td>{_status(c['question'], c['status'])}</td></tr>" for c in claims)
     body = "".join(_claim(c, power, kept, figures) for c in claims)
-    kept.save()
     questions = any(c["question"] for c in claims)
     title = f"attneb verify report ({report.get('mode', '?')}, {report.get('created', '')})"
     verdict = "every claim passes or is a question answered" if report.get("passed") else "some claim FAILED"

@@ -27,10 +27,12 @@ matplotlib.use("Agg")
 from matplotlib import image  # noqa: E402  (after the backend is chosen)
 from matplotlib.figure import Figure  # noqa: E402
 
-from attneb.proofs_check.engine import derivations  # noqa: E402
-from attneb.proofs_check.engine.registry import CLAIMS, Evidence, check, claim  # noqa: E402
+from attneb.numerics.sweep import source_fingerprint  # noqa: E402
+from attneb.proofs_check.engine import derivations, mathml  # noqa: E402
+from attneb.proofs_check.engine.registry import CLAIMS, Context, Evidence, check, claim  # noqa: E402
 from attneb.proofs_check.engine.report import write_report  # noqa: E402
-from attneb.proofs_check.engine.report_html import CACHE_NAME, MATHML_NAMESPACE, html_text  # noqa: E402
+from attneb.proofs_check.engine.mathml import MATHML_NAMESPACE, PAGES_FOLDER  # noqa: E402
+from attneb.proofs_check.engine.report_html import html_text  # noqa: E402
 from attneb.proofs_check.engine.runner import run  # noqa: E402
 
 IDS = ("Z61", "Z62", "Z63")
@@ -159,12 +161,34 @@ def test_text_is_escaped_and_the_provenance_shown(report):
     assert "a toy assumption" in text and "<td>1</td><td>2</td>" in text  # assumptions; the evidence's markdown table
 
 
-def test_derivations_are_kept_for_the_next_report_of_the_same_code(report):
+def test_the_check_keeps_the_derivation_page_and_the_report_reads_it(report):
     written, out = report
-    kept = json.loads((out / CACHE_NAME).read_text())
-    assert set(kept["derivations"]) == {"depth_ode"} and "<math" in kept["derivations"]["depth_ode"]["html"]
-    assert "Derivation 'depth_ode'" in html_text(written, out)
+    kept = json.loads((out / PAGES_FOLDER / "depth_ode.json").read_text())  # kept by the check, as it ran
+    assert kept["key"].startswith(source_fingerprint()) and "<math" in kept["html"]
+    sentinel = {**kept, "html": "<p>the kept page</p>"}
+    (out / PAGES_FOLDER / "depth_ode.json").write_text(json.dumps(sentinel))
+    try:
+        assert "<p>the kept page</p>" in html_text(written, out)  # read back, not built again
+    finally:
+        (out / PAGES_FOLDER / "depth_ode.json").write_text(json.dumps(kept))
     assert "<math" not in html_text(written, out, derivations=False).split('id="claim-Z63"')[1]
+
+
+def test_a_page_of_other_code_or_of_a_mutant_is_not_used(report, tmp_path, monkeypatch):
+    written, out = report
+    stale = json.loads((out / PAGES_FOLDER / "depth_ode.json").read_text())
+    (tmp_path / PAGES_FOLDER).mkdir()
+    (tmp_path / PAGES_FOLDER / "depth_ode.json").write_text(json.dumps({**stale, "key": "other code",
+                                                                        "html": "<p>stale</p>"}))
+    assert mathml.kept_page(tmp_path, "depth_ode") is None
+    assert "<p>stale</p>" not in html_text(written, tmp_path)
+    registered = derivations.BUILDERS["depth_ode"]
+    monkeypatch.setitem(derivations.BUILDERS, "depth_ode", lambda: registered())  # a stand-in, as a mutant is
+    assert not derivations.toolkit_derivation("depth_ode")
+    monkeypatch.setattr(mathml, "keep_page", lambda *args: pytest.fail("kept the page of a stand-in"))
+    monkeypatch.setattr(derivations, "keep_page", mathml.keep_page)
+    derivations.derivation_evidence("depth_ode", Context(quick=True, out=tmp_path / "mutant", workers=1, cache={}))
+    assert not (tmp_path / "mutant" / PAGES_FOLDER).exists()
 
 
 def test_size_and_power_show_where_measured(report):
