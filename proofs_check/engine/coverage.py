@@ -187,9 +187,17 @@ TESTED_APART: dict[str, tuple[str, str]] = {
         f"{_TESTS}test_meanfield.py::test_continuous_horizon_matches_the_gaussian_mean_field",
         "not measured: G1's measured horizons; tested against the Gaussian mean-field horizon in closed form"),
     # --- numerics.priors: moments and samples ---------------------------------------------------------------
-    **{f"attneb.numerics.priors:{cls}.moments": (
+    **{f"attneb.numerics.priors:{cls}.{method}": (
         f"{_TESTS}test_priors.py::test_moments_are_the_closed_forms",
         "not measured: the prior's mean and variance (read by C10's checks); tested against the closed forms")
+       for cls in ("Discrete", "Gaussian", "GaussianMixture", "Laplace", "StudentT", "UniformBox", "UniformSphere")
+       for method in ("mean", "var", "moments")},
+    "attneb.numerics.priors:Prior.moments": (
+        f"{_TESTS}test_priors.py::test_moments_are_the_closed_forms",
+        "not measured: the prior's mean and variance (read by C10's checks); tested against the closed forms"),
+    **{f"attneb.numerics.priors:{cls}.params": (
+        f"{_TESTS}test_priors_scipy_api.py::test_params_rebuild_the_prior",
+        "identity: the constructor's validated arguments, returned unchanged (the sweep's specs and repr read them)")
        for cls in ("Discrete", "Gaussian", "GaussianMixture", "Laplace", "StudentT", "UniformBox", "UniformSphere")},
     **{f"attneb.numerics.priors:{cls}.sample": (
         f"{_TESTS}test_priors.py::test_samples_follow_the_law_to_a_fraction_of_a_percent",
@@ -347,6 +355,9 @@ TESTED_APART: dict[str, tuple[str, str]] = {
         "tests/theory/test_framework.py::test_claimed_form_names_its_quantity_and_checks_its_fields", _CHECKER),
     "attneb.theory.derivation:ClaimedForm.relation": (
         "tests/theory/test_framework.py::test_claimed_form_names_its_quantity_and_checks_its_fields", _CHECKER),
+    **{f"attneb.theory.derivation:ClaimedForm.{name}": (
+        "tests/theory/test_framework.py::test_claimed_form_names_its_quantity_and_checks_its_fields", _CHECKER)
+       for name in ("derived", "typed")},
     "attneb.theory.derivation:Derivation.check": (
         "tests/theory/test_mutations.py::test_mutated_claim_fails_the_whole_check", _CHECKER),
     "attneb.theory.derivation:Derivation.check_item": (
