@@ -67,7 +67,7 @@ BINNED_TOL = 1e-7
 
 
 def _bandwidth(n: int) -> float:
-    """The E4 bandwidth at ``n`` (the stable schedule ``h2 = (4 sigma2 / e) / log N``)."""
+    """The E4 bandwidth at ``n``: the stable schedule ``h2 = (4 sigma2 / e) / log N``, its constant rounded to 4 decimals."""
     return round(4 * SIGMA2 / math.e, 4) / math.log(n)
 
 
@@ -216,8 +216,8 @@ def _score_of_double_bandwidth(self, queries):
 @check(
     "B1",
     "Tweedie-KDE: xt + sigma2 grad log KDE_h2(xt), gradient by finite differences of log KDE (exact and binned paths)",
-    criterion="two clusters (1-D, N = 4096) and three clusters (2-D, N = 1500), sigma2 = 0.5, h2 = (4 sigma2/e)/log N "
-    "(E4's bandwidth), 300 fresh noisy queries: TweedieKDE(backend='exact').denoise equals xt + sigma2 * (central "
+    criterion="two clusters (1-D, N = 4096) and three clusters (2-D, N = 1500), sigma2 = 0.5, h2 = round(4 sigma2/e, "
+    "4)/log N (E4's bandwidth), 300 fresh noisy queries: TweedieKDE(backend='exact').denoise equals xt + sigma2 * (central "
     f"difference, step {FD_STEP:g}, of numerics.kernels.log_kde) within {FD_TOLERANCE:g}; "
     f"TweedieKDE(backend='binned', tol={BINNED_TOL:g}).denoise within {FD_TOLERANCE:g} + sigma2 * tol * (largest "
     "coordinate range of the batch) / h2, the binned path's guaranteed bound",

@@ -16,7 +16,7 @@ from attneb.proofs_check.engine.registry import claim
 claim(
     "T0",
     "the trainable network is the paper's network, with an exact gradient",
-    "attneb.numerics.training's network with the construction's parameters (beta_l = 1/h2, eta_l = T*/L, value scales 1, "
+    "attneb.numerics.training's network with the construction's parameters (beta_l = 1/h2, eta_l = min(T*/L, 1), value scales 1, "
     "beta_s = 1/sigma2) computes TwoStageTransformer's output, and its hand-written backward pass is the gradient "
     "of its loss (the mean squared error over all tokens).",
 )

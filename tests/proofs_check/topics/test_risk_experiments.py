@@ -9,11 +9,13 @@ store of their own. The vectorised statistics are checked against their one-row 
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 
 import numpy as np
 import pytest
 from matplotlib.figure import Figure
+from scipy import stats as scipy_stats
 
 from attneb.numerics import flow, stats, sweep
 from attneb.proofs_check.engine import replication, studies
@@ -495,3 +497,334 @@ def test_the_scope_check_fails_when_no_prior_reaches_below_n_c_as_its_criterion_
     assert not recovery.recovery_needs_stability_per_seed(ctx).passed
     assert "at least one prior's largest N lies below N_c (else it fails)" in \
         _registered(recovery.recovery_needs_stability_per_seed).criterion
+
+
+# --------------------------------------------------------------------------------------------
+# B1: each baseline check decides on the tolerances its criterion states
+# --------------------------------------------------------------------------------------------
+
+
+def _moved(out, delta):
+    out = np.array(out, dtype=float, copy=True)
+    out.flat[0] += delta
+    return out
+
+
+def _npmle_condition(condition: str, delta: float, monkeypatch, seen: list):
+    """Put ``delta`` (the size the criterion compares with its tolerance) into one of the NPMLE check's four
+    conditions; record (atoms, batch shape, queries shape) of every fit and denoise in ``seen``."""
+    from attneb.numerics import npmle
+
+    class Model(npmle.NPMLE):
+        def fit(self, noisy):
+            super().fit(noisy)
+            seen.append(("fit", self.atoms_.shape[0], np.shape(noisy)))
+            if condition == "reported loglik":
+                self.loglik_ = self.loglik_ + delta * max(1.0, abs(self.loglik_))
+            return self
+
+        def denoise(self, queries):
+            seen.append(("denoise", np.shape(queries)))
+            return super().denoise(queries)
+
+    monkeypatch.setattr(npmle, "NPMLE", Model)
+    real_em, real_mean, real_gap = baselines.plain_em, baselines.mean_loglik, baselines.optimality_gap
+    state = {}
+
+    def em(log_lik, iterations):
+        seen.append(("em", iterations))
+        state["em"] = real_em(log_lik, iterations)
+        return state["em"]
+
+    def mean_loglik(log_lik, weights):
+        if weights is state.get("em") and condition == "beats EM":
+            return state["ours"] + delta  # EM's likelihood above the NPMLE's by delta
+        state["ours"] = real_mean(log_lik, weights)
+        return state["ours"]
+
+    monkeypatch.setattr(baselines, "plain_em", em)
+    monkeypatch.setattr(baselines, "mean_loglik", mean_loglik)
+    if condition == "optimal":
+        monkeypatch.setattr(baselines, "optimality_gap", lambda log_lik, w: delta)
+    if condition == "denoiser":
+        real_bayes = baselines.bayes_mean_of_atoms
+        monkeypatch.setattr(baselines, "bayes_mean_of_atoms", lambda q, a, w, s2: _moved(
+            real_bayes(q, a, w, s2), delta * np.abs(q).max()))
+
+
+@pytest.mark.parametrize("condition, tolerance", [("beats EM", 1e-9), ("optimal", 1e-5), ("reported loglik", 1e-9),
+                                                  ("denoiser", 1e-9)])
+def test_the_npmle_conditions_are_decided_at_their_tolerances_as_its_criterion_says(condition, tolerance, monkeypatch, tmp_path):
+    """0.99 x the tolerance passes, 1.01 x fails: (i) l(w_EM) - l(w_NPMLE) <= 1e-9, (ii) max g - 1 <= 1e-5, (iii)
+    |loglik_ - l| <= 1e-9 max(1, |l|), (iv) |denoise - posterior mean of the atoms| <= 1e-9 max |q|; on both
+    batches (N = 2000 in 1-D, 1500 in 2-D; 256 atoms; 400 queries; EM of 300 steps)."""
+    text = _registered(baselines.npmle_is_the_npmle).criterion
+    for phrase in ("(i) l(w_NPMLE) >= l(w_EM) - 1e-9 with w_EM after 300 plain EM steps", "(ii) max_k g_k(w_NPMLE) - 1 "
+                   "<= 1e-5", "within 1e-9 (relative to max(1, |l|))", "a_k over the fitted atoms and weights within 1e-9 "
+                   "(relative to the queries' scale)", "N = 2000, 256 grid atoms", "N = 1500, 256 exemplar atoms",
+                   "sigma2 = 0.5", "denoise(400 fresh noisy queries)"):
+        assert phrase in text, phrase
+    ctx = Context(quick=True, out=tmp_path)
+    for factor, passes in ((0.99, True), (1.01, False)):
+        seen = []
+        with monkeypatch.context() as m:
+            _npmle_condition(condition, factor * tolerance, m, seen)
+            evidence = baselines.npmle_is_the_npmle(ctx)
+        assert evidence.passed is passes, (factor, evidence.summary)
+        assert all(case["ok"][condition] is passes for case in evidence.data.values())
+        assert seen == [("fit", 256, (2000, 1)), ("denoise", (400, 1)), ("em", 300),
+                        ("fit", 256, (1500, 2)), ("denoise", (400, 2)), ("em", 300)]
+
+
+@pytest.mark.parametrize("backend", ["exact", "binned"])
+def test_tweedie_kde_is_decided_within_its_stated_bounds_as_its_criterion_says(backend, monkeypatch, tmp_path):
+    """An error of 0.99 x the bound passes, 1.01 x fails: 1e-7 on the exact path, 1e-7 + sigma2 tol (largest
+    coordinate range of the batch) / h2 (tol = 1e-7) on the binned one, against xt + sigma2 x a central difference of
+    log_kde of step 1e-5, on 300 queries of each batch (N = 4096 in 1-D, 1500 in 2-D)."""
+    text = _registered(baselines.tweedie_kde_is_tweedie).criterion
+    for phrase in ("TweedieKDE(backend='exact').denoise equals xt + sigma2 * (central difference, step 1e-05, of "
+                   "numerics.kernels.log_kde) within 1e-07", "TweedieKDE(backend='binned', tol=1e-07).denoise within "
+                   "1e-07 + sigma2 * tol * (largest coordinate range of the batch) / h2", "(1-D, N = 4096)",
+                   "(2-D, N = 1500), sigma2 = 0.5", "300 fresh noisy queries"):
+        assert phrase in text, phrase
+    from attneb.numerics import estimators, kernels
+
+    def bound(model):
+        if model.backend == "exact":
+            return 1e-7
+        return 1e-7 + 0.5 * 1e-7 * float(np.ptp(model.context_, axis=0).max()) / model.h2
+
+    ctx = Context(quick=True, out=tmp_path)
+    for factor, passes in ((0.99, True), (1.01, False)):
+        calls, bounds = [], []
+
+        def fd_score(queries, keys, h2, step=baselines.FD_STEP):
+            calls.append((np.shape(queries), np.shape(keys), step))
+            return kernels.kde_score(queries, keys, h2)  # the score itself: the reference is exact here
+
+        class Model(estimators.TweedieKDE):
+            def denoise(self, queries):
+                assert self.tol == 1e-7 and self.sigma2 == 0.5
+                bounds.append(bound(self))
+                exact = queries + self.sigma2 * kernels.kde_score(queries, self.context_, self.h2)
+                return _moved(exact, factor * bounds[-1] if self.backend == backend else 0.0)
+
+        with monkeypatch.context() as m:
+            m.setattr(baselines, "finite_difference_score", fd_score)
+            m.setattr(estimators, "TweedieKDE", Model)
+            evidence = baselines.tweedie_kde_is_tweedie(ctx)
+        assert evidence.passed is passes, (factor, evidence.summary)
+        assert calls == [((300, 1), (4096, 1), 1e-5), ((300, 2), (1500, 2), 1e-5)]
+        assert [case["tolerance"] for case in evidence.data.values()] == pytest.approx(bounds, rel=1e-12)
+
+
+def test_linear_shrinkage_is_decided_at_1e_10_of_the_queries_scale_as_its_criterion_says(monkeypatch, tmp_path):
+    """0.9e-10 x max |q| from the Gaussian posterior mean passes, 1.1e-10 fails; the 2-D batch has a direction of
+    noisy variance about 0.25 < sigma2 (the positive part acts), N = 1000 each, 300 queries."""
+    text = _registered(baselines.linear_is_gaussian_posterior_mean).criterion
+    assert "within 1e-10 relative to the queries' scale" in text and "LinearShrinkage.denoise(300 queries)" in text
+    real = baselines.gaussian_moment_posterior_mean
+    ctx = Context(quick=True, out=tmp_path)
+    for factor, passes in ((0.9e-10, True), (1.1e-10, False)):
+        shapes = []
+        with monkeypatch.context() as m:
+            m.setattr(baselines, "gaussian_moment_posterior_mean", lambda q, noisy, s2: shapes.append(
+                (q.shape, noisy.shape, s2)) or _moved(real(q, noisy, s2), factor * np.abs(q).max()))
+            evidence = baselines.linear_is_gaussian_posterior_mean(ctx)
+        assert evidence.passed is passes, (factor, evidence.summary)
+        assert shapes == [((300, 1), (1000, 1), 0.5), ((300, 2), (1000, 2), 0.5)]
+    low = min(evidence.data["2-D, one under-dispersed direction"]["eigenvalues"])
+    assert 0.2 < low < 0.3 and low < baselines.SIGMA2
+
+
+# --------------------------------------------------------------------------------------------
+# C6 / E2: the levels and bounds the two gating checks decide at
+# --------------------------------------------------------------------------------------------
+
+#: (tau2, h2) of E2's cases: quick, and full (with (0.25, 0.125)).
+E2_QUICK, E2_FULL = [(1.0, 0.25), (0.25, 0.25), (1.0, 0.125)], [(1.0, 0.25), (0.25, 0.25), (1.0, 0.125), (0.25, 0.125)]
+
+
+def _e2_rows(pairs, seeds=4, unbracketed=()):
+    """E2 rows on each case's real grid: gap = exp(8 (T - m)^2) per seed and N, m = (the grid's middle depth) + 0.003 -
+    0.3 N^(-1/2) + noise, the noise drawn per (h2, N, seed): the two tau2 at one h2 have the same minimisers up to
+    their grids' offset, and the same rise between the two h2. In the cases of ``unbracketed`` the largest N's minimum
+    lies beyond the grid."""
+    parts = {}
+    for tau2, h2 in pairs:
+        grid = depth_noise_checks.depth_grid(tau2, h2)
+        spec = json.dumps({"prior": {"family": "Gaussian", "mean": [0.0], "var": tau2}})
+        rows = []
+        for n in (4096, 16384, 65536):
+            for seed in range(seeds):
+                noise = np.random.default_rng([int(1000 * h2), n, seed]).normal(0.0, 0.004)
+                centre = grid[2] + 0.003 - 0.3 / math.sqrt(n) + noise
+                if (tau2, h2) in unbracketed and n == 65536:
+                    centre = grid[-1] + 0.02
+                for t in grid:
+                    gap = math.exp(8 * (t - centre) ** 2)
+                    rows.append({"n": n, "seed": seed, "T": t, "gap": gap, "oos_gap": gap, "spec": spec, "h2": h2,
+                                 "sigma2": 0.5})
+        parts[f"tau2={tau2:g}-h2={h2:g}"] = rows
+    return parts
+
+
+def _e2_check(func, parts, monkeypatch, tmp_path, horizon=None, leading=None):
+    """``func`` on the rows ``parts``, with T_G and T* replaced where given (theory read at call time)."""
+    monkeypatch.setattr(depth_noise_checks, "run_pooled", lambda configs, ctx: parts)
+    if horizon is not None:
+        monkeypatch.setattr(depth_noise_checks.depth_noise, "gaussian_horizon", horizon)
+    if leading is not None:
+        monkeypatch.setattr(depth_noise_checks.depth_noise, "leading_horizon", leading)
+    return func(Context(quick=True, out=tmp_path, power=True))
+
+
+@pytest.mark.parametrize("pairs", [E2_QUICK, E2_FULL], ids=["quick: 3 cases", "full: 4 cases"])
+def test_t_g_must_meet_the_bonferroni_interval_of_t_inf_as_its_criterion_says(pairs, monkeypatch, tmp_path):
+    """The interval of T_inf at level 1 - 0.05/(number of cases) must meet [T_G, T_G + 0.005]: T_G 1e-9 below its
+    upper end passes (the 95% interval's upper end lies below T_G), 1e-9 above fails; T_G + 0.005 1e-9 above its
+    lower end passes, 1e-9 below fails. The other cases' T_G sit at their estimates."""
+    text = _registered(depth_noise_checks.depth_minimiser_is_t_g).criterion
+    assert "the interval of T_inf at level 1 - 0.05/(number of cases) (Bonferroni) meets [T_G, T_G + 0.005]" in text
+    assert "interval of T_inf = estimate +- t_{S-1} sqrt(S/(S-1)) x its standard deviation over 2000 resamples" in text
+    parts = _e2_rows(pairs)
+    level = 1 - 0.05 / len(pairs)
+    first = next(iter(parts))
+    wide = depth_noise_checks.depth_minimisers(parts[first], "oos_gap", level)
+    usual = depth_noise_checks.depth_minimisers(parts[first], "oos_gap", 0.95)
+    assert usual["ci"][1] < wide["ci"][1] - 1e-6 and wide["ci"][0] + 1e-6 < usual["ci"][0]
+    others = {part: depth_noise_checks.depth_minimisers(rows, "oos_gap", level)["T_inf"] for part, rows in parts.items()}
+    for t_g, passes in ((wide["ci"][1] - 1e-9, True), (wide["ci"][1] + 1e-9, False),
+                        (wide["ci"][0] - 0.005 + 1e-9, True), (wide["ci"][0] - 0.005 - 1e-9, False)):
+        values = {**others, first: t_g}
+
+        def horizon(sigma2, tau2, h2):
+            return values[f"tau2={tau2:g}-h2={h2:g}"]
+
+        with monkeypatch.context() as m:
+            evidence = _e2_check(depth_noise_checks.depth_minimiser_is_t_g, parts, m, tmp_path, horizon=horizon)
+        case = evidence.data["cases"][first]["oos"]
+        assert case["level"] == pytest.approx(level, rel=1e-15) and case["ci"] == pytest.approx(wide["ci"], rel=1e-12)
+        assert evidence.passed is passes and evidence.data["verdicts"][first] is passes, (t_g, evidence.summary)
+
+
+def test_the_interval_of_t_inf_is_the_two_sided_t_interval_of_the_bootstrap_spread_as_its_criterion_says():
+    """Half-widths at two levels stand in the ratio of t_{S-1} quantiles (two-sided), about the same estimate."""
+    rows = _e2_rows([(1.0, 0.25)], seeds=4)["tau2=1-h2=0.25"]
+    at = {level: depth_noise_checks.depth_minimisers(rows, "oos_gap", level) for level in (0.95, 1 - 0.05 / 3)}
+    halves = {level: (r["ci"][1] - r["ci"][0]) / 2 for level, r in at.items()}
+    ratio = scipy_stats.t.ppf(1 - 0.025 / 3, 3) / scipy_stats.t.ppf(0.975, 3)
+    assert halves[1 - 0.05 / 3] / halves[0.95] == pytest.approx(ratio, rel=1e-12)
+    assert halves[0.95] == pytest.approx(scipy_stats.t.ppf(0.975, 3) * at[0.95]["se"], rel=1e-12)
+    assert np.mean(at[0.95]["ci"]) == pytest.approx(at[0.95]["T_inf"], rel=1e-14)
+    # se, recomputed: T_inf by weighted least squares in N^(-1/2) (weights 1/bootstrap variance of each N's minimiser)
+    # over the 2000 resamples of the 4 seeds (shared across N), its standard deviation times sqrt(S/(S-1))
+    ns, weights = (4096, 16384, 65536), replication.resample_weights(4)
+    assert weights.shape == (2000, 4)
+    tables = [replication.seed_table([r for r in rows if r["n"] == n], "oos_gap", x="T") for n in ns]
+    point = np.array([depth_noise_checks.parabola_minima(T, table.mean(axis=0))[0] for T, _, table in tables])
+    boots = np.column_stack([depth_noise_checks.parabola_minima(T, weights @ table) for T, _, table in tables])
+    design = np.column_stack([np.ones(3), -np.asarray(ns, dtype=float) ** -0.5])
+    w = np.diag(1 / boots.var(axis=0, ddof=1))
+    intercept = np.linalg.solve(design.T @ w @ design, design.T @ w)[0]
+    assert at[0.95]["T_inf"] == pytest.approx(intercept @ point, rel=1e-12)
+    assert at[0.95]["se"] == pytest.approx((boots @ intercept).std(ddof=1) * math.sqrt(4 / 3), rel=1e-9)
+
+
+def test_an_unbracketed_minimiser_fails_the_t_g_check_as_its_criterion_says(monkeypatch, tmp_path):
+    """A case whose grid minimum at the largest N is the grid's last depth fails, whatever its interval of T_inf."""
+    parts = _e2_rows(E2_QUICK, unbracketed=[(1.0, 0.125)])
+    estimates = {part: depth_noise_checks.depth_minimisers(rows, "oos_gap", 1 - 0.05 / 3)["T_inf"] for part, rows in parts.items()}
+    evidence = _e2_check(depth_noise_checks.depth_minimiser_is_t_g, parts, monkeypatch, tmp_path,
+                         horizon=lambda sigma2, tau2, h2: estimates[f"tau2={tau2:g}-h2={h2:g}"])
+    assert not evidence.data["cases"]["tau2=1-h2=0.125"]["oos"]["bracketed"]
+    assert [part for part, ok in evidence.data["verdicts"].items() if not ok] == ["tau2=1-h2=0.125"] and not evidence.passed
+    assert "the grid minimum of the mean gap at the largest N lies strictly inside the grid" in \
+        _registered(depth_noise_checks.depth_minimiser_is_t_g).criterion
+
+
+@pytest.mark.parametrize("pairs", [E2_QUICK, E2_FULL], ids=["quick: one tau2, 95%", "full: two tau2, 97.5%"])
+def test_the_leading_order_slope_interval_is_at_the_bonferroni_level_as_its_criterion_says(pairs, monkeypatch, tmp_path):
+    """The slope (T_inf(0.125) - T_inf(0.25)) / (T*(0.125) - T*(0.25)), interval at 1 - 0.05/(number of tau2 at both
+    h2), standard errors in quadrature, t with S - 1 = 3 degrees of freedom: T*'s rise chosen so that the interval's
+    upper end is 1 + 1e-6 (passes) or 1 - 1e-6 (fails). In full mode the passing case lies outside the 95% interval."""
+    text = _registered(depth_noise_checks.depth_leading_order).criterion
+    assert "has its interval at level 1 - 0.05/(number of such tau2) (Bonferroni: 95% quick, 97.5% full; the two T_inf " \
+        "independent, their standard errors added in quadrature, t with S-1 degrees of freedom) containing 1" in text
+    parts = _e2_rows(pairs)
+    pairs_at_both = 1 if pairs == E2_QUICK else 2
+    level = 1 - 0.05 / pairs_at_both
+    fits = {part: depth_noise_checks.depth_minimisers(rows) for part, rows in parts.items()}
+    rise = fits["tau2=1-h2=0.125"]["T_inf"] - fits["tau2=1-h2=0.25"]["T_inf"]
+    se = math.hypot(fits["tau2=1-h2=0.125"]["se"], fits["tau2=1-h2=0.25"]["se"])
+    t_level, t_95 = scipy_stats.t.ppf(0.5 + level / 2, 3), scipy_stats.t.ppf(0.975, 3)
+    for factor, passes in ((1 - 1e-6, True), (1 + 1e-6, False)):
+        run = (rise + t_level * se) * factor  # T*(0.125) - T*(0.25): the upper end of the interval is 1 / factor
+        if pairs_at_both == 2 and passes:
+            assert (rise + t_95 * se) / run < 1  # the 95% interval would exclude 1
+        with monkeypatch.context() as m:
+            evidence = _e2_check(depth_noise_checks.depth_leading_order, parts, m, tmp_path,
+                                 leading=lambda sigma2, h2: 1.0 if h2 == 0.25 else 1.0 + run)
+        slopes = evidence.data["slopes"]
+        assert len(slopes) == pairs_at_both
+        assert all(slope["ci"][1] == pytest.approx(1 / factor, rel=1e-9) for slope in slopes.values())
+        assert evidence.passed is passes, (factor, evidence.summary)
+
+
+def test_the_e2_design_is_as_its_criterion_says():
+    """Gaussian N(0, tau2), sigma2 = 0.5, layers of step 0.05, N in {4096, 16384, 65536}, 4 seeds quick and 10 full,
+    five depths T* + 0.05 k, k = round(20 c) - 2 .. round(20 c) + 2, c = log(1 + sigma2/tau2)/2; the cases (tau2, h2)
+    (1, 0.25), (0.25, 0.25), (1, 0.125), and (0.25, 0.125) in full mode."""
+    from attneb.numerics.sweep import spec
+
+    for func in (depth_noise_checks.depth_minimiser_is_t_g, depth_noise_checks.depth_leading_order):
+        assert depth_noise_checks._E2_DESIGN in _registered(func).criterion
+    for quick, pairs, seeds in ((True, E2_QUICK, 4), (False, E2_FULL, 10)):
+        configs = _REAL_DEPTH_CONFIGS(quick)
+        assert [(c["prior"]["var"], c["h2"]) for c in configs.values()] == pairs
+        for (tau2, h2), config in zip(pairs, configs.values()):
+            assert config["prior"] == {"family": "Gaussian", "mean": [0.0], "var": tau2} and config["sigma2"] == 0.5
+            assert config["n"] == [4096, 16384, 65536] and config["seeds"] == {"start": 0, "count": seeds}
+            k_c = round(20 * 0.5 * math.log(1 + 0.5 / tau2))
+            assert config["T"]["values"] == pytest.approx([0.5 / (2 * h2) + 0.05 * k for k in range(k_c - 2, k_c + 3)],
+                                                          abs=1e-12)
+            assert config.get("eta", spec.DEFAULT_ETA) == 0.05
+
+
+def test_the_first_superseded_e2_check_uses_the_95_percentile_interval_as_its_criterion_says(monkeypatch, tmp_path):
+    """T_G 1e-9 inside the 95% percentile bootstrap interval (seeds) of the in-sample minimiser at the largest N
+    passes, 1e-9 outside fails; tau2 = 1 only, every h2 with N_max >= 10 N_c (here both)."""
+    text = _registered(depth_noise_checks.depth_t_g_at_largest_n).criterion
+    assert "every h2 with N_max >= 10 N_c" in text and "in the 95% percentile bootstrap interval (seeds) of the " \
+        "in-sample risk-minimising depth at the largest N" in text and designs.REGIME == 10
+    parts = _e2_rows(E2_QUICK)
+    largest = {part: [r for r in rows if r["n"] == 65536] for part, rows in parts.items()}
+    T, _, table = replication.seed_table(largest["tau2=1-h2=0.25"], "gap", x="T")
+    boots = depth_noise_checks.parabola_minima(T, replication.resample_weights(4) @ table)
+    low, high = np.quantile(boots, [0.025, 0.975])
+    others = {part: depth_noise_checks.measured_minimiser(rows).estimate for part, rows in largest.items()}
+    for t_g, passes in ((high - 1e-9, True), (high + 1e-9, False), (low + 1e-9, True), (low - 1e-9, False)):
+        values = {**others, "tau2=1-h2=0.25": t_g}
+        with monkeypatch.context() as m:
+            evidence = _e2_check(depth_noise_checks.depth_t_g_at_largest_n, parts, m, tmp_path,
+                                 horizon=lambda sigma2, tau2, h2: values[f"tau2={tau2:g}-h2={h2:g}"])
+        assert set(evidence.data["cases"]) == {"tau2=1-h2=0.25", "tau2=1-h2=0.125"}  # tau2 = 1 only
+        assert evidence.data["cases"]["tau2=1-h2=0.25"]["ci"] == pytest.approx([low, high], rel=1e-12)
+        assert evidence.passed is passes, (t_g, evidence.summary)
+
+
+def test_the_second_superseded_e2_check_needs_each_interval_closer_to_0_as_its_criterion_says(monkeypatch, tmp_path):
+    """The 95% interval of T_min/T* - 1 at h2 = 0.125 must lie closer to 0 than that at h2 = 0.25: T* moved so that
+    the larger h2's nearest end sits a relative 1e-6 beyond (passes) or within (fails) the smaller h2's farthest."""
+    assert "the 95% bootstrap interval of T_min/T* - 1 lies strictly closer to 0 than that of the next larger h2, " \
+        "for every h2" in _registered(depth_noise_checks.depth_minimiser).criterion
+    parts = _e2_rows(E2_QUICK)
+    ci = {h2: depth_noise_checks.measured_minimiser([r for r in parts[f"tau2=1-h2={h2:g}"] if r["n"] == 65536])
+          for h2 in (0.25, 0.125)}
+    farthest = (ci[0.125].high - ci[0.125].low) / (ci[0.125].high + ci[0.125].low)  # with T*(0.125) the midpoint
+    for factor, passes in ((1 + 1e-6, True), (1 - 1e-6, False)):
+        star = {0.125: (ci[0.125].low + ci[0.125].high) / 2, 0.25: ci[0.25].low / (1 + farthest * factor)}
+        with monkeypatch.context() as m:
+            evidence = _e2_check(depth_noise_checks.depth_minimiser, parts, m, tmp_path,
+                                 leading=lambda sigma2, h2: star[h2])
+        assert evidence.passed is passes, (factor, evidence.summary)

@@ -224,3 +224,102 @@ def test_t3_decides_on_the_two_sided_interval_as_its_criterion_says(monkeypatch,
     assert not experiment.trained_against_construction(Context(quick=True, out=tmp_path)).passed
     assert "two-sided 95% t-interval over seeds (a one-sided 97.5% bound)" in next(
         c.criterion for c in CLAIMS["T3"].checks if c.func is experiment.trained_against_construction)
+
+
+# --------------------------------------------------------------------------------------------
+# T0: each check decides on the tolerances and cases its criterion states
+# --------------------------------------------------------------------------------------------
+
+
+def _t0(func):
+    [chk] = [c for c in CLAIMS["T0"].checks if c.func is func]
+    return chk
+
+
+def _network_off_in(case, relative: float, seen: list):
+    """TrainedTransformer whose output, in one case (d, L, parametrization) only, has one entry moved by
+    ``relative`` x its largest entry; every (d, L, kind, contexts shape) asked for is recorded in ``seen``."""
+    class Network(training.TrainedTransformer):
+        def denoise(self, noisy):
+            out = np.array(super().denoise(noisy), copy=True)
+            kind = "matrix" if "A" in self.params_ else "scalar"
+            here = (noisy.shape[-1], len(self.params_["eta"]), kind)
+            seen.append((*here, noisy.shape))
+            if here == case:
+                out.flat[0] += relative * np.abs(out).max()
+            return out
+    return Network
+
+
+@pytest.mark.parametrize("func, cases, contexts", [
+    (network_checks.construction_matches, [(d, L, k) for d in (1, 2, 3) for L in (0, 1, 4) for k in ("scalar", "matrix")],
+     (3, 6)),
+    (network_checks.trained_like_forward, [(d, 4, k) for d in (1, 2, 3) for k in ("scalar", "matrix")], (2, 64)),
+], ids=["construction", "trained-like"])
+def test_the_forward_pass_is_decided_at_1e_12_of_the_output_in_every_case_as_its_criterion_says(func, cases, contexts,
+                                                                                                 monkeypatch, tmp_path):
+    """An error of 0.9e-12 x max |output| in the last case alone passes, of 1.1e-12 fails: 'max |difference| <= 1e-12
+    x max |output|' over every d in {1, 2, 3}, L (construction: {0, 1, 4}; trained-like: 4), both parametrizations,
+    on three contexts of six tokens (trained-like: two of 64)."""
+    chk = _t0(func)
+    assert "max |difference| <= 1e-12 x max |output|" in chk.criterion
+    stated = ("for d in {1, 2, 3}, L in {0, 1, 4} and both parametrizations, on three contexts of six tokens",) \
+        if contexts == (3, 6) else ("for d in {1, 2, 3} and both parametrizations, L = 4,", "on two contexts of 64 tokens")
+    assert all(phrase in chk.criterion for phrase in stated)
+    ctx = Context(quick=True, out=tmp_path)
+    for relative, passes in ((0.9e-12, True), (1.1e-12, False)):
+        seen = []
+        monkeypatch.setattr(network_checks, "TrainedTransformer", _network_off_in(cases[-1], relative, seen))
+        evidence = func(ctx)
+        assert bool(evidence.passed) is passes, (relative, evidence.summary)
+        assert evidence.data["max_relative"] == pytest.approx(relative, rel=1e-3)
+        assert [s[:3] for s in seen] == cases and {s[3] for s in seen} == {(*contexts, d) for d in (1, 2, 3)}
+
+
+def _gradient_off_by(relative: float, loss_relative: float = 0.0):
+    """loss_and_gradient with its largest gradient entry moved by ``relative`` x its size and the loss scaled by
+    ``1 + loss_relative``."""
+    real = training.loss_and_gradient
+
+    def moved(params, noisy, clean):
+        value, grad = real(params, noisy, clean)
+        grad = {k: np.array(v, dtype=float, copy=True) for k, v in grad.items()}
+        key = max(grad, key=lambda k: np.abs(grad[k]).max() if grad[k].size else 0.0)
+        index = np.unravel_index(np.argmax(np.abs(grad[key])), grad[key].shape)
+        grad[key][index] *= 1 + relative
+        return value * (1 + loss_relative), grad
+    return moved
+
+
+@pytest.mark.parametrize("func, step", [(network_checks.gradient_matches, 1e-4),
+                                        (network_checks.trained_like_gradient, 1e-6)], ids=["initialisation", "trained-like"])
+def test_the_gradient_is_decided_at_1e_6_of_the_differences_as_its_criterion_says(func, step, monkeypatch, tmp_path):
+    """The largest gradient entry off by 0.9e-6 of itself passes, by 1.1e-6 fails: 'max |gradient - differences| <=
+    1e-06 x max |differences|' (the real error: 1e-11 and 6e-10); five-point differences of the stated step."""
+    chk = _t0(func)
+    assert f"max |gradient - differences| <= 1e-06 x max |differences| (step {step:g})" in chk.criterion
+    steps = []
+    real_fd = network_checks.five_point_gradient
+    monkeypatch.setattr(network_checks, "five_point_gradient", lambda f, x, h: steps.append(h) or real_fd(f, x, h))
+    ctx = Context(quick=True, out=tmp_path)
+    for relative, passes in ((0.9e-6, True), (1.1e-6, False)):
+        with monkeypatch.context() as m:
+            m.setattr(training, "loss_and_gradient", _gradient_off_by(relative))
+            evidence = func(ctx)
+        assert bool(evidence.passed) is passes, (relative, evidence.summary)
+        assert evidence.data["max_relative_gradient"] == pytest.approx(relative, rel=1e-2)
+    assert set(steps) == {step} and len(steps) == 2 * (18 if func is network_checks.gradient_matches else 6)
+
+
+@pytest.mark.parametrize("func", [network_checks.gradient_matches, network_checks.trained_like_gradient],
+                         ids=["initialisation", "trained-like"])
+def test_the_loss_is_decided_at_1e_12_relative_as_its_criterion_says(func, monkeypatch, tmp_path):
+    """The loss off by a relative 0.9e-12 passes, by 1.1e-12 fails: 'the loss equals the MSE of
+    TrainedTransformer.denoise within 1e-12 (relative)'."""
+    assert "1e-12" in _t0(func).criterion and "MSE of" in _t0(func).criterion
+    ctx = Context(quick=True, out=tmp_path)
+    for relative, passes in ((0.9e-12, True), (1.1e-12, False)):
+        with monkeypatch.context() as m:
+            m.setattr(training, "loss_and_gradient", _gradient_off_by(0.0, relative))
+            evidence = func(ctx)
+        assert bool(evidence.passed) is passes, (relative, evidence.summary)
