@@ -188,7 +188,7 @@ def _sweep(args: argparse.Namespace) -> int:
         notice = _other_code_notice("sweep", [Path(args.store)]) if Path(args.store).is_file() else None
         if notice:
             print(notice, flush=True)
-        summary = sweep_file(args.config, args.store, workers=args.workers, csv_path=args.csv,
+        summary = sweep_file(args.config, args.store, workers=1 if args.scheduler else args.workers, csv_path=args.csv,
                              scheduler=args.scheduler)
     except (ValueError, FileNotFoundError, ImportError, OSError) as exc:
         print(f"attneb sweep: {exc}", file=sys.stderr)
@@ -324,7 +324,8 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--store", required=True, help="SQLite file for the results (created if missing)")
     where = sweep.add_mutually_exclusive_group()
     where.add_argument("--workers", type=_positive_int, default=_cores(),
-                       help="local worker processes (default: %(default)s, one per core); results do not depend on it")
+                       help="local worker processes (default: %(default)s, one per core; none with --scheduler); results do "
+                       "not depend on it")
     where.add_argument("--scheduler", metavar="ADDRESS",
                        help="run on an existing dask.distributed cluster, e.g. tcp://HOST:8786 (extra 'dist'); "
                        "this process writes the store as results arrive")

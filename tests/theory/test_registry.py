@@ -130,7 +130,9 @@ def test_derive_prints_progress_then_the_listing(capsys):
 def test_derive_rejects_a_bad_time_limit(capsys):
     from attneb.proofs_check import cli
 
-    assert cli.main(["derive", "depth_noise", "--time-limit", "0"]) == 2
-    assert "--time-limit 0, must be a number of seconds > 0" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["derive", "depth_noise", "--time-limit", "0"])
+    assert stop.value.code == 2
+    assert "argument --time-limit: expected a number of seconds > 0, got 0" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         cli.main(["derive", "depth_noise", "--plain", "--latex"])
