@@ -9,6 +9,7 @@ import time
 import pytest
 
 from attneb.proofs_check import cli
+from attneb.proofs_check.engine.registry import CLAIMS, Evidence, check, claim
 
 SLOW_PLUGIN = '''
 import pathlib, time
@@ -97,11 +98,21 @@ def test_verify_and_sweep_default_to_the_same_workers():
     assert verify.workers == sweep.workers == len(os.sched_getaffinity(0))
 
 
-def test_quiet_verify_prints_only_the_outcome(tmp_path, capsys):
-    assert cli.main(["verify", "--quick", "--workers", "1", "--out", str(tmp_path), "--only", "B1", "-q"]) == 0
+@pytest.fixture
+def toy_claim():
+    """A claim with one passing check, registered for the test and removed afterwards."""
+    claim("Z5", "quiet", "a toy claim whose check passes")
+    check("Z5", "passes", criterion="always passes")(lambda ctx: Evidence(True, "identity", "passed", {}))
+    yield "Z5"
+    del CLAIMS["Z5"]
+
+
+def test_quiet_verify_prints_only_the_outcome(tmp_path, capsys, toy_claim):
+    verify = ["verify", "--quick", "--workers", "1", "--out", str(tmp_path), "--only", toy_claim]
+    assert cli.main([*verify, "-q"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines == [f"report: {tmp_path / 'report.html'}, report.md and report.json ({lines[0].split('(')[1]}",
                      "all checks passed"]
-    assert cli.main(["verify", "--quick", "--workers", "1", "--out", str(tmp_path), "--only", "B1"]) == 0
+    assert cli.main(verify) == 0
     loud = capsys.readouterr().out.splitlines()
-    assert loud[0].startswith("attneb verify (quick)") and loud[1].startswith("B1 ")
+    assert loud[0].startswith("attneb verify (quick)") and loud[1].startswith("Z5 ")

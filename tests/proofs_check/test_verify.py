@@ -151,8 +151,10 @@ BREAKAGES = {
 #: synthetic runs; test_anisotropic_checks.py: every wrong theory rejected).
 SLOW_BREAKAGES = {"S1", "G4"}
 #: Breakages of 10-20 s each whose claims are broken in the default run beside their checks too
-#: (test_mean_field_particles.py: G1's flow 5% too slow, G2's layers one percent short).
-SLOW_BREAKAGE_PAIRS = {("G1", "_gaussian_horizon_is_leading_order"), ("G2", "_layer_map_off_by_a_factor")}
+#: (test_mean_field_particles.py: G1's flow 5% too slow, G2's layers one percent short; test_risk_experiments.py:
+#: E4's data alternatives fail C9's checks, and E1's and E5's floors fail without Stage 1).
+SLOW_BREAKAGE_PAIRS = {("G1", "_gaussian_horizon_is_leading_order"), ("G2", "_layer_map_off_by_a_factor"),
+                       ("C9", "_no_stage_one")}
 
 
 @pytest.mark.parametrize(
