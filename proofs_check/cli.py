@@ -269,9 +269,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     verify = sub.add_parser(
         "verify", **command,
-        help="run every registered check and write report.json / report.md",
+        help="run every registered check and write report.html, report.md and report.json",
         description="Run every registered check, print one line per claim (id, status, evidence), "
-        "write report.json and report.md, and exit non-zero if any check fails.",
+        "write report.html, report.md and report.json, and exit non-zero if any check fails.",
     )
     add_verify_arguments(verify)
     derive = sub.add_parser(

@@ -10,7 +10,7 @@ no stylesheet but its own.
 
 The derivations come from the registry (:data:`.derivations.CLAIM_DERIVATIONS` and
 :data:`.derivations.BUILDERS`; load the content first, :func:`.content.load_default`). Building
-them takes sympy about 30 s for all ten of :mod:`attneb.theory` (on 2 cores), so the check of each
+them took sympy 31 s for all ten of :mod:`attneb.theory` (each in a fresh process, 2-core VM), so the check of each
 derivation of the toolkit's own keeps its MathML page in the report folder as it runs, in whichever
 process ran it (:mod:`.mathml`), under the source fingerprint and sympy's version; the page is
 built here only where no check of this code kept it (a report without the claim's checks, or
