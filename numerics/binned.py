@@ -125,6 +125,7 @@ from .validation import check_array, check_interval, check_option, check_positiv
 __all__ = [
     "AUTO_GPU_MIN_PAIRS",
     "AUTO_MIN_PAIRS",
+    "AUTO_MIN_PAIRS_1D",
     "AUTO_PAIRS_PER_CELL",
     "BACKENDS",
     "BinnedResult",
@@ -146,8 +147,13 @@ BACKENDS = ("exact", "binned", "gpu", "auto")
 #: not apply, from queries x keys >= this (below it, copying to the GPU costs more than the sums).
 AUTO_GPU_MIN_PAIRS = 2**20
 #: ``"auto"`` takes the binned path when ``d <= 2``, the grid fits and queries x keys >= this
-#: (4096 tokens attending to each other).
+#: (4096 tokens attending to each other); in 1-D from :data:`AUTO_MIN_PAIRS_1D`.
 AUTO_MIN_PAIRS = 4096**2
+#: The same threshold in 1-D, where the grid is a few hundred cells: one Stage-1 layer of 1024 tokens took 4.6 ms
+#: exact and 1.0 ms binned, 2048 tokens 13.3 and 1.15 ms; Stage 2 of 1024 queries over 1024 tokens 5.3 and 1.5 ms
+#: (two clusters, h2 = 0.09, sigma2 = 0.5, tol 1e-9, best of 3-5; 2-core VM, 2026-11-28). In 2-D the grid costs
+#: more than the exact sums up to 4096 tokens (130-156 ms against 4-47 ms a layer), so there it stays.
+AUTO_MIN_PAIRS_1D = 1024**2
 #: Exact pairs that cost as much as one cell of the binned path's grid: about 100 ns per FFT cell
 #: (spreading, transforms, interpolation) against 0.7-0.85 ns per pair of the exact path, d <= 2
 #: (``benchmarks/kernels_table.py`` at N = 16384, d = 2, 2 cores); "auto" takes the grid above this ratio.
@@ -883,6 +889,7 @@ def resolve_backend(backend, n_queries, keys, h2, *, tol=1e-9, scale=None, targe
 
     ``"auto"`` picks ``"binned"`` when ``d <= 2``, the grid for ``tol`` fits in
     :data:`MAX_GRID_CELLS` and the pairs ``n_queries * N`` number at least :data:`AUTO_MIN_PAIRS`
+    (:data:`AUTO_MIN_PAIRS_1D` in 1-D)
     and :data:`AUTO_PAIRS_PER_CELL` times the grid's FFT cells (where the grid is the cheaper);
     else ``"gpu"`` where a GPU is present and the pairs number at least :data:`AUTO_GPU_MIN_PAIRS`;
     else ``"exact"``. ``keys`` is a validated ``(N, d)`` array.
@@ -905,7 +912,7 @@ def resolve_backend(backend, n_queries, keys, h2, *, tol=1e-9, scale=None, targe
 
 def _grid_applies(pairs, keys, h2, tol, scale, target) -> bool:
     """Whether the binned path applies to ``pairs`` kernel terms over ``keys`` and is the cheaper."""
-    if keys.shape[1] > 2 or pairs < AUTO_MIN_PAIRS:
+    if keys.shape[1] > 2 or pairs < (AUTO_MIN_PAIRS_1D if keys.shape[1] == 1 else AUTO_MIN_PAIRS):
         return False
     scale = _default_scale(keys, h2) if scale is None else scale
     try:

@@ -307,6 +307,16 @@ def test_auto_backend_rule():
     assert binned.resolve_backend("exact", 5000, large, 0.1) == "exact"
 
 
+def test_auto_takes_the_grid_from_1024_tokens_in_1d_and_4096_in_2d():
+    """In 1-D the grid is cheaper than the exact sums from about 1000 tokens (AUTO_MIN_PAIRS_1D's measurements)."""
+    rng = np.random.default_rng(1)
+    line, plane = rng.normal(size=(4096, 1)), rng.normal(size=(4096, 2))
+    assert binned.resolve_backend("auto", 1024, line[:1024], 0.1) == "binned"
+    assert binned.resolve_backend("auto", 1023, line[:1024], 0.1) == "exact"
+    assert binned.resolve_backend("auto", 2048, plane[:2048], 0.1) == "exact"
+    assert binned.resolve_backend("auto", 4096, plane, 0.1) == "exact"  # the grid's cells cost more here
+
+
 # --- the flow and the estimators ---------------------------------------------------------------
 
 
