@@ -20,15 +20,18 @@ from sympy.printing.mathml import MathMLPresentationPrinter
 
 from attneb.numerics.sweep import provenance
 
-__all__ = ["MATHML_NAMESPACE", "PAGES_FOLDER", "derivation_html", "keep_page", "kept_page", "math", "page"]
+__all__ = ["MATHML_NAMESPACE", "PAGES_FOLDER", "derivation_html", "escape", "keep_page", "kept_page", "math",
+           "page"]
 
 MATHML_NAMESPACE = "http://www.w3.org/1998/Math/MathML"
 #: The folder of the report folder where the pages of the toolkit's derivations are kept, one file each.
 PAGES_FOLDER = ".derivations"
 
 
-def _e(text) -> str:
+def escape(text) -> str:
+    """``text`` (any object, as ``str``) with ``&``, ``<``, ``>`` and both quotes escaped for HTML."""
     return html.escape(str(text), quote=True)
+
 
 
 class _Printer(MathMLPresentationPrinter):
@@ -71,7 +74,7 @@ def math(expr, *, display: str = "block") -> str:
     try:
         body = _Printer().doprint(expr)
     except Exception as exc:  # noqa: BLE001 - a printer gap must not cost the report
-        return f"<code>{_e(sp.sstr(expr))}</code> <small>(no MathML: {_e(type(exc).__name__)})</small>"
+        return f"<code>{escape(sp.sstr(expr))}</code> <small>(no MathML: {escape(type(exc).__name__)})</small>"
     return f'<math xmlns="{MATHML_NAMESPACE}" display="{display}">{body}</math>'
 
 
@@ -86,8 +89,8 @@ def _symbol(symbol) -> str:
 
 
 def _row(label: str, relation, reason: str, extra: str = "") -> str:
-    return (f'<tr><td class="label">{_e(label)}</td><td class="relation">{math(relation)}{extra}</td>'
-            f'<td class="reason">{_e(reason)}</td></tr>')
+    return (f'<tr><td class="label">{escape(label)}</td><td class="relation">{math(relation)}{extra}</td>'
+            f'<td class="reason">{escape(reason)}</td></tr>')
 
 
 def derivation_html(derivation) -> str:

@@ -22,12 +22,11 @@ derivations registered by a researcher's own module).
 from __future__ import annotations
 
 import base64
-import html
 import re
 from pathlib import Path
 
 from .derivations import BUILDERS, CLAIM_DERIVATIONS, toolkit_derivation
-from .mathml import keep_page, kept_page, page
+from .mathml import escape as _e, keep_page, kept_page, page
 from .power import GOAL_POWER, GOAL_SIZE
 from .runner import NOT_RUN, status_label
 
@@ -94,10 +93,6 @@ def provenance_lines(origin: dict) -> list[tuple[str, str]]:
 
 #: A status (as :func:`.runner.status_label` reads it) -> the CSS class of its badge.
 _STATUS_CLASSES = {"pass": "pass", "fail": "fail", "error": "error", "answer yes": "yes", "answer no": "no"}
-
-
-def _e(text) -> str:
-    return html.escape(str(text), quote=True)
 
 
 def _status(question: bool, status: str) -> str:
