@@ -133,4 +133,18 @@ def register_derivation(name: str, build: Callable[[], theory.Derivation], claim
             "numeric routes are reported as numeric, not as proofs",
             alternatives=alternatives,
             source=getattr(build, "source", None) or source_of(build),
-        )(lambda ctx, n=name: derivation_evidence(n, ctx))
+        )(_derivation_check(name))
+
+
+def _derivation_check(name: str) -> Callable[[Context], Evidence]:
+    """The function of derivation ``name``'s checks; :func:`derivation_of` reads the name back."""
+    def run(ctx: Context) -> Evidence:
+        return derivation_evidence(name, ctx)
+
+    run.derivation = name
+    return run
+
+
+def derivation_of(chk) -> str | None:
+    """The derivation a check checks (one registered by :func:`register_derivation`), else None."""
+    return getattr(chk.func, "derivation", None)

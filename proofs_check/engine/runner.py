@@ -11,6 +11,7 @@ from pathlib import Path
 from attneb.theory.derivation import markdown_text
 
 from . import content
+from .derivations import derivation_of
 from .registry import CLAIMS, QUESTION_NOTE, Check, Claim, Context, Evidence
 from .shared_pool import run_groups
 from .studies import STUDIES
@@ -152,8 +153,9 @@ def run(
     With ``workers > 1`` the claims run in parallel, in that many processes (one BLAS and
     kernel thread each, no progress bars; spawned, or forks of the server that ``attneb verify``
     starts, :func:`attneb.proofs_check.engine.shared_pool.start_server`), each of which loads ``sources`` and
-    runs whole claims: the checks of one claim, and the claims of a group of
-    :data:`SHARED_MEASUREMENTS`, run one after another in one process, sharing its cache. The
+    runs the tasks of :func:`_tasks`: first each derivation's checks, for every claim it bears on; then the
+    claims' other checks, those of one claim, and of the claims of a group of :data:`SHARED_MEASUREMENTS`, one
+    after another in one process, sharing its cache. The
     runs of the checks' experiments go to the same processes (:mod:`attneb.proofs_check.engine.shared_pool`):
     about ``workers`` computations run at a time. The results do not depend on ``workers``:
     every check computes the same numbers in any process, the store
@@ -232,22 +234,49 @@ def _groups(selected: list[str]) -> list[list[str]]:
     return groups
 
 
+def _tasks(runnable: dict[str, list[Check]]) -> list[list[tuple[str, list[str]]]]:
+    """What the pool's processes take, in order: each a list of ``(claim id, check names)`` run in one process.
+
+    First one task per derivation (:func:`.derivations.derivation_of`), holding its check of every claim it bears on:
+    the derivation is built and checked once, by one process, and its other checks read that process's cache (run
+    with the claims, each process that runs one would check it again: up to 25 s of one core each). Taken first,
+    these indivisible seconds do not end the run. Then the claims' other checks, by the groups of :func:`_groups`.
+    """
+    by_derivation: dict[str, list[tuple[str, list[str]]]] = {}
+    others = {}
+    for claim_id, checks in runnable.items():
+        others[claim_id] = [c.name for c in checks if derivation_of(c) is None]
+        for chk in checks:
+            if (name := derivation_of(chk)) is not None:
+                by_derivation.setdefault(name, []).append((claim_id, [chk.name]))
+    tasks = list(by_derivation.values())
+    tasks += [[(c, others[c]) for c in group if others[c]] for group in _groups(list(runnable))]
+    return [task for task in tasks if task]
+
+
 def _in_workers(runnable: dict[str, list[Check]], ctx: Context,
                 sources: Sequence[str]) -> Iterator[tuple[str, list[Outcome]]]:
-    """Yield the outcomes of each claim's ``runnable`` checks in registry order, computed by groups of claims in a
-    pool of ``ctx.workers`` processes."""
-    tasks = [[(c, [chk.name for chk in runnable[c]]) for c in group] for group in _groups(list(runnable))]
-    done = {}
-    pending = iter(runnable)
-    claim_id = next(pending, None)
-    for _, outcomes in run_groups(tasks, _run_claims, (ctx.quick, ctx.out, ctx.workers), workers=ctx.workers,
-                                  sources=sources):
-        done.update(outcomes)
-        while claim_id in done:
-            yield claim_id, done.pop(claim_id)
-            claim_id = next(pending, None)
-    if claim_id is not None:
-        raise RuntimeError(f"verify's pool ended without the outcome of claim {claim_id}")
+    """Yield the outcomes of each claim's ``runnable`` checks in registry order, computed by the tasks of
+    :func:`_tasks` in a pool of ``ctx.workers`` processes."""
+    tasks = _tasks(runnable)
+    done: dict[str, dict[str, Outcome]] = {claim_id: {} for claim_id in runnable}
+    pending = list(runnable)
+
+    def complete() -> Iterator[tuple[str, list[Outcome]]]:
+        while pending and len(done[pending[0]]) == len(runnable[pending[0]]):
+            claim_id = pending.pop(0)
+            outcomes = done.pop(claim_id)
+            yield claim_id, [outcomes[c.name] for c in runnable[claim_id]]
+
+    yield from complete()
+    for number, outcomes in run_groups(tasks, _run_claims, (ctx.quick, ctx.out, ctx.workers), workers=ctx.workers,
+                                       sources=sources):
+        names = dict(tasks[number])
+        for claim, remote in outcomes.items():
+            done[claim].update(zip(names[claim], remote))
+        yield from complete()
+    if pending:
+        raise RuntimeError(f"verify's pool ended without the outcome of claim {pending[0]}")
 
 
 #: The cache of the checks a worker process runs (:attr:`Context.cache`).

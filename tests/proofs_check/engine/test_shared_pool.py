@@ -10,17 +10,22 @@ from pathlib import Path
 
 import pytest
 
-from attneb.proofs_check.engine import content, runner
+from attneb.proofs_check.engine import content, derivations, runner
 from attneb.proofs_check.engine.registry import CLAIMS
 from tests.processes import alive, children_of
 
 PLUGIN = '''
+import functools
 import multiprocessing
 import operator
 import os
 import time
 
+import sympy as sp
+
+from attneb.proofs_check.engine.derivations import register_derivation
 from attneb.proofs_check.engine.registry import Evidence, check, claim
+from attneb.theory import ClaimedForm, Derivation, Step
 from attneb.proofs_check.engine.studies import computed
 
 
@@ -64,6 +69,23 @@ claim("Z7", "slow runs", "a toy claim whose runs outlast any test")
 check("Z7", "runs that sleep", criterion="always passes")(_runs(sleepy))
 claim("Z4", "a run ends its process", "a toy claim whose runs kill their process")
 check("Z4", "runs that exit", criterion="always passes")(_fatal_runs)
+
+
+@functools.cache
+def _counted_derivation():
+    """A derivation whose every build (one per process: cached) writes its process id beside this file."""
+    with open(__file__ + ".builds", "a") as builds:
+        builds.write(f"{os.getpid()}\\n")
+    time.sleep(0.5)  # long enough for another idle process to take the next task
+    x = sp.Symbol("x")
+    return Derivation("toy_counted", "x + x = 2 x", [x], [Step(sp.Eq(x + x, 2 * x, evaluate=False), "add")], [],
+                      [ClaimedForm(sp.Eq(x + x, 2 * x, evaluate=False), "x + x = 2 x", ref="Z2", name=sp.Symbol("2x"))])
+
+
+claim("Z2", "one derivation, first claim", "a toy claim checked by a derivation")
+claim("Z3", "one derivation, second claim", "a toy claim checked by the same derivation and one more check")
+register_derivation("toy_counted", _counted_derivation, ["Z2", "Z3"])
+check("Z3", "where it ran", criterion="always passes")(lambda ctx: Evidence(True, "identity", "ran", {"pid": os.getpid()}))
 '''
 
 
@@ -77,6 +99,9 @@ def plugin(tmp_path):
     yield str(path)
     for cid in set(CLAIMS) - saved:
         del CLAIMS[cid]
+        derivations.CLAIM_DERIVATIONS.pop(cid, None)
+    for registry in (derivations.BUILDERS, derivations._REGISTERED, derivations.TIME_LIMITS):
+        registry.pop("toy_counted", None)
     sys.modules.pop("attneb_user_toy_pool", None)
 
 
@@ -93,6 +118,33 @@ def test_the_runs_of_the_checks_go_to_the_pool_and_no_process_starts_another(plu
     assert raising.status == "error"
     error = raising.checks[0].error
     assert "ValueError: run" in error and "is broken" in error and "in broken" in error
+
+
+def test_a_derivation_of_several_claims_is_checked_by_one_process_once(plugin, tmp_path):
+    first, second = runner.run(["Z2", "Z3"], quick=True, out=tmp_path, workers=2, sources=[plugin])
+    builds = Path(plugin + ".builds").read_text().split()
+    assert len(builds) == 1 and int(builds[0]) != os.getpid()
+    assert [c.status for c in first.checks + second.checks] == ["pass"] * 3
+    assert first.checks[0].evidence.summary == second.checks[0].evidence.summary
+    assert second.checks[1].name == "where it ran"
+
+
+def test_the_pool_takes_each_derivation_first_with_all_its_claims():
+    runnable = {claim_id: list(CLAIMS[claim_id].checks) for claim_id in runner.select(None)}
+    tasks = runner._tasks(runnable)
+    derivation_tasks = [t for t in tasks if all(derivation_of_names(t))]
+    names = {derivations.derivation_of(chk) for checks in runnable.values() for chk in checks} - {None}
+    assert tasks[:len(derivation_tasks)] == derivation_tasks and len(derivation_tasks) == len(names) >= 10
+    assert [("C1", ["derivation 'attention' (sympy)"]), ("C2", ["derivation 'attention' (sympy)"])] in tasks
+    assert [c for c, _ in next(t for t in tasks if "stage2" in t[0][1][0])] == ["C7", "C8", "C9"]
+    placed = [(claim_id, name) for task in tasks for claim_id, names in task for name in names]
+    assert sorted(placed) == sorted((c, chk.name) for c, checks in runnable.items() for chk in checks)
+
+
+def derivation_of_names(task):
+    """Whether each check of a task is a derivation's."""
+    return [derivations.derivation_of(next(c for c in CLAIMS[claim_id].checks if c.name == name)) is not None
+            for claim_id, names in task for name in names]
 
 
 FORKS = """
