@@ -12,7 +12,8 @@ text or unicode math. The registry builds them lazily by name::
     >>> report = theory.get_derivation("depth_noise").check()  # doctest: +SKIP
 
 Evaluators of the derived closed forms live in :mod:`attneb.theory.depth_noise` and
-:mod:`attneb.theory.stability`. :mod:`attneb.theory.mutations` makes broken copies of a
+:mod:`attneb.theory.stability`; :mod:`attneb.theory.second_order` predicts the token cumulants under the
+``mean_field`` derivation's PDE to second order. :mod:`attneb.theory.mutations` makes broken copies of a
 derivation (one step or claim changed at a time) that its check must fail.
 """
 

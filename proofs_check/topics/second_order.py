@@ -214,7 +214,8 @@ def plot_second_order(records: list[dict]) -> Figure:
             ax = axes[row, col]
             ax.axhline(0.0, color="0.5", lw=0.8, label="backward heat equation")
             ax.set_xlabel("h2 t")
-            ax.set_ylabel(f"{name}: change minus the heat equation's")
+            if col == 0:
+                ax.set_ylabel(f"{name}: change - heat equation's")
             ax.set_title(STARTS[start][0], fontsize=9)
     axes[0, 0].legend(fontsize=7)
     fig.suptitle("G5: the second-order term of the mean-field PDE against 1-D particles (quantile tokens)")

@@ -251,3 +251,46 @@ def test_token_trajectory_binned_agrees_with_exact():
     grid = meanfield.token_trajectory(x0, 0.05, 20, eta=0.05, every=5, k=[6.0, 7.0], keep=[20], backend="binned")
     np.testing.assert_allclose(grid.tokens[20], exact.tokens[20], atol=1e-7)
     np.testing.assert_allclose(grid.variances, exact.variances, rtol=1e-7)
+
+
+# --- quantile tokens and token cumulants (G5) ---------------------------------------------------------------
+
+from scipy import special  # noqa: E402
+
+
+@pytest.mark.parametrize("mixture", [([0.5, 0.5], [-2.0, 2.0], [0.75, 0.75]), ([1 / 3] * 3, [-1.5, 0.0, 1.5], [0.5] * 3),
+                                     ([0.2, 0.8], [0.0, 0.0], [0.1, 4.0]), ([1.0], [0.3], [2.0])])
+def test_quantile_tokens_sit_at_the_mixture_quantiles(mixture):
+    n = 4096
+    tokens = meanfield.mixture_quantile_tokens(*mixture, n)
+    weights, means, variances = (np.asarray(a, dtype=float) for a in mixture)
+    cdf = (weights[:, None] / weights.sum() * special.ndtr((tokens[:, 0] - means[:, None]) / np.sqrt(variances)[:, None])).sum(0)
+    assert tokens.shape == (n, 1) and np.all(np.diff(tokens[:, 0]) > 0)
+    np.testing.assert_allclose(cdf, (np.arange(n) + 0.5) / n, rtol=0, atol=1e-14)
+
+
+def test_weights_need_not_sum_to_one():
+    np.testing.assert_array_equal(meanfield.mixture_quantile_tokens([1.0, 1.0], [-1.0, 1.0], [0.5, 0.5], 64),
+                                  meanfield.mixture_quantile_tokens([0.5, 0.5], [-1.0, 1.0], [0.5, 0.5], 64))
+
+
+def test_token_cumulants_are_the_sample_moments_and_tend_to_the_gaussians():
+    x = np.array([[0.0], [1.0], [3.0], [-2.0]])
+    u = x[:, 0] - x.mean()
+    assert meanfield.token_cumulants(x) == pytest.approx((np.mean(u**2), np.mean(u**4) - 3 * np.mean(u**2) ** 2))
+    assert meanfield.token_cumulants(x[:, 0]) == meanfield.token_cumulants(x)
+    kappa2, kappa4 = meanfield.token_cumulants(meanfield.mixture_quantile_tokens([1.0], [0.0], [2.0], 1 << 16))
+    assert kappa2 == pytest.approx(2.0, rel=1e-3) and abs(kappa4) < 0.01
+
+
+@pytest.mark.parametrize(("call", "match"), [
+    (lambda: meanfield.mixture_quantile_tokens([1.0, 1.0], [0.0], [1.0, 1.0], 8), "one length"),
+    (lambda: meanfield.mixture_quantile_tokens([1.0], [0.0], [-1.0], 8), "must be > 0"),
+    (lambda: meanfield.mixture_quantile_tokens([1.0], [np.inf], [1.0], 8), "means"),
+    (lambda: meanfield.mixture_quantile_tokens([1.0], [0.0], [1.0], 0), "n"),
+    (lambda: meanfield.token_cumulants(np.zeros((5, 2))), r"must be \(N, 1\)"),
+    (lambda: meanfield.token_cumulants(np.zeros((1, 1))), "N >= 2"),
+])
+def test_quantile_tokens_and_cumulants_bad_input(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()

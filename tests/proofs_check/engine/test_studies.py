@@ -1,4 +1,4 @@
-"""Experiments E1-E5 in `attneb verify`: stored rows, redrawn figures, resumption, and breakage.
+"""Experiments E1-E5 and E8 in `attneb verify`: stored rows, redrawn figures, resumption, and breakage.
 
 The experiments run on the shrunken configurations of ``conftest.py``; the pass criteria are
 those of the real checks.
@@ -30,7 +30,8 @@ def evidence_of(tmp_path, claim_id, prefix):
                 if e["check"].split(":")[0].split(" (")[0] == prefix and e["figures"])
 
 
-CHECKS = {"E1": ("C8", "E1"), "E2": ("C6", "E2"), "E3": ("S1", "E3"), "E4": ("C9", "E4"), "E5": ("G3", "E5")}
+CHECKS = {"E1": ("C8", "E1"), "E2": ("C6", "E2"), "E3": ("S1", "E3"), "E4": ("C9", "E4"), "E5": ("G3", "E5"),
+          "E8": ("G5", "E8")}
 
 
 def test_every_study_has_a_check_and_a_figure():
@@ -154,6 +155,7 @@ BREAKAGES = {
     "E3": _kernel_four_times_too_wide,
     "E4": _no_stage_one,
     "E5": _clean_context_sees_noisy_tokens,
+    "E8": _stage_one_ignores_h2,
 }
 
 
