@@ -31,11 +31,11 @@ from attneb.theory import second_order
 claim(
     "G5",
     "the mean field's second-order term, against particles",
-    "At a finite bandwidth the token density of a 1-D context follows d rho/dt = -h2 rho'' - (h2^2/2) "
-    "(rho (rho''/rho)')' + O(h2^3) (the mean_field derivation's right side to second order): from a "
-    "non-Gaussian start, the changes of the token variance and fourth cumulant over a depth T follow the PDE "
-    "with its second-order term, which the backward heat equation alone (variance down by 2 h2 T, fourth "
-    "cumulant fixed) misses.",
+    "At a finite bandwidth, the mean-field PDE to second order, d rho/dt = -h2 rho'' - (h2^2/2) "
+    "(rho (rho''/rho)')' + O(h2^3) (the mean_field derivation's right side), predicts how the token density of "
+    "a 1-D context moves: from Gaussian-mixture starts, the changes of the token variance and fourth cumulant over a depth T agree with "
+    "that PDE within 30% of their departure from the backward heat equation alone (variance down by 2 h2 T, "
+    "fourth cumulant fixed), which misses that departure.",
     ("N -> oo", "h2 T small against the components' variances", "d = 1"),
 )
 
@@ -143,12 +143,13 @@ _TARGET = "attneb.theory.second_order:cumulants"
        f"and a scale mixture (2^17 tokens at h2 = 0.05, quick; 2^20 at h2 = 0.05 and 0.025, full), Euler layers of "
        f"step {ETA} to depth T = {S_END} / h2; q = (measured - PDE with its second-order term) / (measured - "
        f"backward heat equation), for the change of kappa2 and of kappa4 over depth T. Passes when |q| <= "
-       f"{TOLERANCE} for every start, bandwidth and cumulant: the second-order term accounts for the measured "
-       f"departure from the backward heat equation within {TOLERANCE:.0%} (which also rejects the backward heat "
-       f"equation, whose q is 1). Left out by the prediction: the PDE's next order (relative size h2 / v, v the "
+       f"{TOLERANCE} for every start, bandwidth and cumulant (a zero departure fails, q = inf): the second-order "
+       f"term accounts for the measured departure from the backward heat equation within {TOLERANCE:.0%} (the "
+       f"backward heat equation's own q is 1 by construction; passing needs a measured departure of at least "
+       f"1/1.3 of the predicted one). Left out by the prediction: the PDE's next order (relative size h2 / v, v the "
        f"smallest component variance at depth T: up to 0.17, the atoms at h2 = 0.05), the Euler step (about "
        f"eta / 2 = 1% of the second-order term for a Gaussian) and the flow's finite N (tokens in sparse tails); "
-       f"the tolerance allows about twice the largest",
+       f"the tolerance is 1.8 times the largest",
        replication="none",
        note="the design (starts, s = h2 T = 0.1, eta, N) was chosen after exploratory runs of the same kind, "
        "before this criterion was written and committed; those runs showed the fourth cumulant's departure "
