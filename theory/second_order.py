@@ -39,7 +39,7 @@ from scipy.integrate import solve_ivp
 from . import mean_field
 from ._calculus import gaussian_density
 
-__all__ = ["MOMENTS", "cumulants", "leading_solution", "moment_corrections", "terms"]
+__all__ = ["MOMENTS", "cumulants", "leading_solution", "moment_corrections", "second_order_term", "terms"]
 
 #: The raw moments the corrections are carried for: 1 .. 4.
 MOMENTS = 4
@@ -107,19 +107,31 @@ def _mixture(weights, means, variances):
     return weights / weights.sum(), means, variances
 
 
+def second_order_term(weights, means, variances, x) -> np.ndarray:
+    r""":math:`R_2[\rho](x)` of the mixture :math:`\rho = \sum_c w_c\,\mathcal N(\mu_c, v_c)` at the points ``x``.
+
+    Each derivative :math:`\rho^{(n)}` is a sum of :math:`w_c\varphi_c\,(\varphi_c^{(n)}/\varphi_c)` (the ratios by
+    ``sympy.diff``), every term divided by the largest :math:`w_c\varphi_c` at that ``x`` (so no ratio of
+    :math:`R_2` underflows; :math:`R_2` is homogeneous of degree 1) and the result multiplied back.
+    """
+    weights, means, variances = _mixture(weights, means, variances)
+    x = np.asarray(x, dtype=np.float64)
+    u = x[None, :] - means[:, None]
+    log_parts = np.log(weights)[:, None] - 0.5 * u**2 / variances[:, None] - 0.5 * np.log(2 * np.pi * variances)[:, None]
+    top = log_parts.max(axis=0)
+    scaled = np.exp(log_parts - top)
+    ratios = _gaussian_ratios()
+    derivatives = [np.sum(scaled * ratios[n](u, variances[:, None]), axis=0) for n in range(5)]
+    return np.exp(top) * _r2_function()(*derivatives)
+
+
 def _r2_moments(weights, means, variances, s) -> np.ndarray:
-    """:math:`I_k(s) = \\int x^k R_2[\\rho^{(0)}(s)]`, ``k = 0..MOMENTS``, by the trapezoid rule."""
+    r""":math:`I_k(s) = \int x^k R_2[\rho^{(0)}(s)]`, ``k = 0..MOMENTS``, by the trapezoid rule."""
     v = variances - 2.0 * s
     sd = np.sqrt(v)
     reach = _REACH * sd.max()
     x = np.arange(means.min() - reach, means.max() + reach + _SPACING * sd.min(), _SPACING * sd.min())
-    u = x[None, :] - means[:, None]
-    log_parts = np.log(weights)[:, None] - 0.5 * u**2 / v[:, None] - 0.5 * np.log(2 * np.pi * v)[:, None]
-    top = log_parts.max(axis=0)
-    scaled = np.exp(log_parts - top)  # each x's largest component at 1: no underflow in R_2's ratios
-    ratios = _gaussian_ratios()
-    derivatives = [np.sum(scaled * ratios[n](u, v[:, None]), axis=0) for n in range(5)]
-    integrand = np.exp(top) * _r2_function()(*derivatives)
+    integrand = second_order_term(weights, means, v, x)
     powers = x[None, :] ** np.arange(MOMENTS + 1)[:, None]
     return np.trapezoid(powers * integrand, x, axis=1)
 
