@@ -168,7 +168,8 @@ _TARGET = "attneb.theory.second_order:cumulants"
                        swap(_TARGET, _scaled_second_order(2.0))),
            alternative("second-order term with the opposite sign", "+(h2^2/2) (rho (rho''/rho)')'",
                        swap(_TARGET, _scaled_second_order(-1.0))),
-       ])
+       ],
+       covers=("attneb.numerics.meanfield:token_cumulants",))
 def second_order_against_particles(ctx: Context) -> Evidence:
     rows = decide(runs(ctx))
     figures = plot_study("E8", ctx)
