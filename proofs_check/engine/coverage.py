@@ -164,6 +164,9 @@ TESTED_APART: dict[str, tuple[str, str]] = {
         f"{_TESTS}test_kernels.py::test_kernel_logsumexp_matches_scipy_logsumexp",
         "not measured: the exact log-sum of flow.energy; tested against scipy.special.logsumexp"),
     # --- numerics.meanfield: the particle measurements of G1, G2, G4, S1 ------------------------------------
+    "attneb.numerics.meanfield:mixture_quantile_tokens": (
+        f"{_TESTS}test_meanfield.py::test_quantile_tokens_sit_at_the_mixture_quantiles",
+        "not measured: G5's starting tokens; tested: the mixture's CDF at token i is (i + 1/2)/n within 1e-14"),
     "attneb.numerics.meanfield:mode_growth_rate": (
         f"{_TESTS}test_meanfield.py::test_mode_growth_matches_linearised_rate_on_a_small_lattice",
         "not measured: S1's measured growth rate of a mode; tested against the linearised rate in closed form"),
@@ -339,6 +342,22 @@ TESTED_APART: dict[str, tuple[str, str]] = {
     "attneb.theory.anisotropic:excess_slope_at_depth": (
         "tests/theory/test_anisotropic.py::test_evaluators_agree_with_the_independent_route",
         "not measured: the slope G4's best depth is found from; tested against the independent route"),
+    "attneb.theory.second_order:cumulants": (
+        "tests/theory/test_second_order.py::test_a_gaussian_start_follows_the_exact_gaussian_variance_flow_to_first_order",
+        "not measured: G5's predicted cumulants (a 1% error in both orders' values moves q by about 0.1, inside its "
+        "tolerance); tested against the exact Gaussian variance flow to 1e-10"),
+    "attneb.theory.second_order:moment_corrections": (
+        "tests/theory/test_second_order.py::test_a_gaussian_start_follows_the_exact_gaussian_variance_flow_to_first_order",
+        "not measured: the first-order moments behind G5's prediction; tested against the exact Gaussian variance "
+        "flow to 1e-9"),
+    "attneb.theory.second_order:second_order_term": (
+        "tests/theory/test_second_order.py::test_the_r2_moments_match_quadrature_of_r2_substituted_by_sympy",
+        "not measured: R2 of a mixture on a grid, under G5's moment corrections; tested against R2 substituted by "
+        "sympy and integrated by scipy.integrate.quad, to 1e-8"),
+    "attneb.theory.second_order:terms": (
+        "tests/theory/test_second_order.py::test_the_terms_are_the_backward_heat_operator_and_the_papers_second_order_term",
+        "no number: sympy expressions read off the mean_field derivation (which its checks decide); tested equal "
+        "to -rho'' and -(1/2)(rho (rho''/rho)')'"),
     "attneb.theory.gaussian:stage2_bandwidth_family": (
         "tests/theory/test_evaluators.py::test_stage2_family_makes_attention_over_gaussian_tokens_the_bayes_rule",
         "not measured: T1's Bayes family of Stage-2 bandwidths; tested: it makes attention the Bayes rule"),
