@@ -20,6 +20,7 @@ def _row(n: int, seed: int, value: float) -> dict:
     return row
 
 
+@pytest.mark.slow  # about 9 s beside the other tests (theory.gap's quadratures)
 def test_the_table_puts_the_prediction_beside_the_stored_gaps(tmp_path, capsys):
     script = load_script("gap_table")
     with ResultStore(tmp_path / "results.sqlite") as store:
