@@ -11,16 +11,15 @@ its runs, batch by batch) is written to ``--profile`` as the claims complete; an
 given there is read instead, and nothing is run.
 
 Then a model of :mod:`attneb.proofs_check.engine.shared_pool` predicts the wall time on ``W`` workers: the
-groups of :func:`attneb.proofs_check.engine.runner._groups` are taken in registry order by the first free
+tasks of :func:`attneb.proofs_check.engine.runner._tasks` are taken in order by the first free
 process; a check's runs go to its process's queue, where a process with no group takes them
 (its own queue first, then the next processes' in turn) before it takes a group, and a process
 whose check waits computes its own queue's runs only; a check is its batches of runs, in order,
 then the rest of its time (its serial part). Printed per ``W``: the prediction, the floor (all the
 profile's seconds over ``W``) and the group that ends last. The model leaves out verify's
 start (its imports, with the fork server's beside them: about 2 s here, 7 s on a 16-core gVisor
-host; ``benchmarks/pool_trace.py`` measures them), what running beside other processes costs
-(shared caches, lower clock rates on many busy cores) and the derivations computed again by each
-process that needs them (the serial profile computes each once), so it is a lower estimate;
+host; ``benchmarks/pool_trace.py`` measures them) and what running beside other processes costs
+(shared caches, lower clock rates on many busy cores), so it is a lower estimate;
 compare it with ``benchmarks/verify_pool.py``, which measures.
 """
 
@@ -188,11 +187,18 @@ def simulate(groups: list[list[dict]], workers: int) -> tuple[float, int]:
 
 
 def groups_of(log: list[dict]) -> list[list[dict]]:
-    """The profile's checks cut as verify's pool cuts them (:func:`attneb.proofs_check.engine.runner._groups`), in registry order."""
-    from attneb.proofs_check.engine.runner import _groups
+    """The profile's checks cut as verify's pool cuts them (:func:`attneb.proofs_check.engine.runner._tasks`: each
+    derivation's checks first, one task per derivation, then the claims' other checks by groups)."""
+    from attneb.proofs_check.engine import content
+    from attneb.proofs_check.engine.registry import CLAIMS
+    from attneb.proofs_check.engine.runner import _tasks
 
+    content.load_default()
     claims = list(dict.fromkeys(entry["claim"] for entry in log))
-    return [[entry for claim in group for entry in log if entry["claim"] == claim] for group in _groups(claims)]
+    logged = {(entry["claim"], entry["check"]) for entry in log}
+    runnable = {claim: [c for c in CLAIMS[claim].checks if (claim, c.name) in logged] for claim in claims}
+    entry_of = {(entry["claim"], entry["check"]): entry for entry in log}
+    return [[entry_of[(claim, name)] for claim, names in task for name in names] for task in _tasks(runnable)]
 
 
 def main() -> int:

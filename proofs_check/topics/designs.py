@@ -15,7 +15,7 @@ SIGMA2 = 0.5
 
 #: Bandwidth schedules along which N grows (T = T*(h2) = sigma2 / (2 h2) throughout).
 #: "log" keeps N far above the stability bound (S1): N_c = exp(2 sigma2 / (e h2)) = N^(1/2);
-#: "power" shrinks h2 like N^(-1/4), so N_c overtakes N (at N ~ 3e4 here).
+#: "power" shrinks h2 like N^(-1/4), so N_c overtakes N (at N ~ 4.5e4 here: N_c = 2.0e4 at N = 32768, 1.3e5 at 65536).
 SCHEDULES = {
     "log": ("h2 = (4 sigma2 / e) / log N", {"rule": "log", "scale": round(4 * SIGMA2 / math.e, 4)}),
     "power": ("h2 = 0.5 N^(-1/4)", {"rule": "power", "scale": 0.5, "exponent": 0.25}),
