@@ -2,7 +2,8 @@
 
 Reads the two-stage rows of E1's 1-D priors (the Gaussian and the two clusters) from the store of a ``verify`` run,
 computes at each of their ``(N, h2, T, eta)`` the predicted terms (bias, Stage-2 variance, amplified fluctuations;
-no constant fitted), and prints a markdown table: prior, schedule, N, each term, the prediction, the measured gap
+no constant fitted), and prints a markdown table: prior, schedule, N, each term, the prediction, its local log-log
+slope along the schedule and the factor on N that would halve it at that slope, the measured gap
 in-sample and on fresh queries (mean over seeds and its 95% t-interval), their ratios to the prediction and the
 term that dominates. For the Gaussian the bias is :func:`attneb.theory.gap.gaussian_bias` (exact layers), for the
 clusters the first-order :func:`attneb.theory.gap.bias`. ``--mean-field`` adds, per point, the mean field's bias
@@ -28,7 +29,8 @@ from scipy import stats
 
 from attneb.numerics import binned, flow, meanfield, priors
 from attneb.numerics.sweep import ResultStore
-from attneb.proofs_check.topics.designs import SIGMA2
+from attneb.numerics.sweep.spec import H2Schedule
+from attneb.proofs_check.topics.designs import SCHEDULES, SIGMA2
 from attneb.theory import gap
 
 #: E1's 1-D priors as mixtures (weights, means, tau2s).
@@ -46,6 +48,23 @@ def mean_field_bias(weights, means, tau2s, h2, depth, eta, n=1 << 20) -> float:
     density = sum(w * np.exp(-(q - m) ** 2 / (2 * (t + SIGMA2))) / np.sqrt(2 * np.pi * (t + SIGMA2))
                   for w, m, t in zip(weights, means, tau2s))
     return float(np.trapezoid(density * error**2, q))
+
+
+def predicted(prior: str, schedule: str, n: float, eta: float = 0.05) -> float:
+    """The predicted gap at ``n`` tokens along E1's ``schedule`` (its ``h2``, ``T = T*``, Euler step ``eta``)."""
+    weights, means, tau2s = PRIORS[prior]
+    h2 = H2Schedule.parse(SCHEDULES[schedule][1]).at(max(2, round(n)))[0]
+    depth = SIGMA2 / (2 * h2)
+    terms = gap.predicted_gap(weights, means, tau2s, SIGMA2, h2, depth, eta, max(1, round(n)))
+    if prior == "gaussian":
+        terms["bias"] = gap.gaussian_bias(tau2s[0], SIGMA2, h2, depth, eta)
+    return terms["bias"] + terms["variance"] + terms["fluctuation"]
+
+
+def local_slope(prior: str, schedule: str, n: int) -> float:
+    """d log G / d log N of the predicted gap along the schedule, by a central difference over ``N 2^(+-1/4)``."""
+    up, down = predicted(prior, schedule, n * 2**0.25), predicted(prior, schedule, n * 2**-0.25)
+    return float(np.log(up / down) / np.log(2**0.5))
 
 
 def _interval(values) -> tuple[float, float, float]:
@@ -75,22 +94,30 @@ def table(store_path: Path, quick: bool, schedules: list[str], with_mean_field: 
                            "predicted": predicted,
                            "gap": _interval([r["gap"] for r in by_n[n]]),
                            "oos_gap": _interval([r["oos_gap"] for r in by_n[n]]),
-                           "dominant": max(("bias", "variance", "fluctuation"), key=terms.get)}
+                           "dominant": max(("bias", "variance", "fluctuation"), key=terms.get),
+                           "slope": local_slope(prior, schedule, n)}
                     if with_mean_field:
                         row["mean_field_bias"] = mean_field_bias(weights, means, tau2s, h2, depth, eta)
                     rows.append(row)
     return rows
 
 
+def _halving(slope: float) -> str:
+    """The factor on N that halves the predicted gap at this local slope: 2^(-1/slope) (never, for a slope >= 0)."""
+    return f"{2 ** (-1 / slope):.3g}" if slope < 0 else "never"
+
+
 def print_table(rows: list[dict]) -> None:
     mf = "mean_field_bias" in rows[0] if rows else False
-    head = "| prior | schedule | N | h2 | bias | variance | fluctuation | predicted | gap (95%) | ratio | fresh (95%) | ratio | dominant |"
+    head = ("| prior | schedule | N | h2 | bias | variance | fluctuation | predicted | local slope | N x to halve | "
+            "gap (95%) | ratio | fresh (95%) | ratio | dominant |")
     print(head + (" mean-field bias (numeric) |" if mf else ""))
     print("|" + "---|" * (head.count("|") - 1 + mf))
     for r in rows:
         g, o = r["gap"], r["oos_gap"]
         line = (f"| {r['prior']} | {r['schedule']} | {r['n']} | {r['h2']:.4f} | {r['bias']:.2e} | {r['variance']:.2e} | "
-                f"{r['fluctuation']:.2e} | {r['predicted']:.2e} | {g[0]:.2e} [{g[1]:.2e}, {g[2]:.2e}] | "
+                f"{r['fluctuation']:.2e} | {r['predicted']:.2e} | {r['slope']:.2f} | {_halving(r['slope'])} | "
+                f"{g[0]:.2e} [{g[1]:.2e}, {g[2]:.2e}] | "
                 f"{g[0] / r['predicted']:.2f} | {o[0]:.2e} [{o[1]:.2e}, {o[2]:.2e}] | {o[0] / r['predicted']:.2f} | "
                 f"{r['dominant']} |")
         print(line + (f" {r['mean_field_bias']:.2e} |" if mf else ""))
