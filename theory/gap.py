@@ -146,6 +146,10 @@ def gaussian_bias(tau2, sigma2, h2, T, eta) -> float:
 
     .. math:: B = (\tau^2 + \sigma^2)\Big(\frac{s}{s + \sigma^2} - \frac{\tau^2}{\tau^2 + \sigma^2}\Big)^2.
     """
+    if not np.isfinite(eta) or not 0 < eta <= 1:
+        raise ValueError(f"eta == {eta!r} must lie in (0, 1]")
+    if not np.isfinite(T) or T < 0:
+        raise ValueError(f"T == {T!r} must be finite and >= 0")
     layers = max(1, int(round(T / eta)))
     s = depth_noise.gaussian_variance_map(tau2 + sigma2, h2, T / layers, layers)[-1]
     return float((tau2 + sigma2) * (s / (s + sigma2) - tau2 / (tau2 + sigma2)) ** 2)
@@ -182,6 +186,8 @@ def variance(weights, means, tau2s, sigma2, h2, T, eta, n) -> tuple[float, float
     weights, means, tau2s, sigma2, h2, depth, s = _check(weights, means, tau2s, sigma2, h2, T)
     if n < 1:
         raise ValueError(f"n == {n!r} must be >= 1")
+    if not np.isfinite(eta) or not 0 < eta <= 1:
+        raise ValueError(f"eta == {eta!r} must lie in (0, 1]")
     refined = tau2s + sigma2 - 2 * s
     x = _grid(means, refined, sigma2)
     rho = _mixture_density(x, weights, means, refined)

@@ -79,6 +79,9 @@ def test_the_predicted_gap_is_the_sum_of_its_terms():
     (lambda: gap.bias([1.0], [0.0], [1.0], 0.0, 0.1, 1.0), "sigma2 == 0.0"),
     (lambda: gap.bias([1.0], [0.0], [1.0], 0.5, 0.1, -1.0), "T == -1.0"),
     (lambda: gap.variance([1.0], [0.0], [1.0], 0.5, 0.1, 1.0, 0.05, 0), "n == 0"),
+    (lambda: gap.variance([1.0], [0.0], [1.0], 0.5, 0.1, 1.0, 0.0, 10), "eta == 0.0"),
+    (lambda: gap.gaussian_bias(1.0, 0.5, 0.1, -1.0, 0.05), "T == -1.0"),
+    (lambda: gap.gaussian_bias(1.0, 0.5, 0.1, 1.0, 2.0), "eta == 2.0"),
 ])
 def test_bad_arguments_are_named(call, match):
     with pytest.raises(ValueError, match=match):
