@@ -24,8 +24,8 @@ nothing here types them. In the diffusive time :math:`s = h_2 t`,
   the rule converges faster than any power of the spacing), the moments' ODE by ``solve_ivp``.
 
 :func:`cumulants` gives :math:`\kappa_2` and :math:`\kappa_4` at depths ``t`` from the moments
-:math:`m^{(0)} + h_2\,\delta m` (``order=2``) or :math:`m^{(0)}` (``order=1``); what is neglected is
-:math:`O(h_2^2)` in ``s``, i.e. :math:`O(h_2^3\,t)`.
+:math:`m^{(0)} + h_2\,\delta m`, linearised in ``h2`` (``order=2``), or from :math:`m^{(0)}` (``order=1``); what is
+neglected is :math:`O(h_2^2)` in ``s``, i.e. :math:`O(h_2^3\,t)`.
 """
 
 from __future__ import annotations
