@@ -26,7 +26,7 @@ import re
 from pathlib import Path
 
 from .derivations import BUILDERS, CLAIM_DERIVATIONS, toolkit_derivation
-from .mathml import escape as _e, keep_page, kept_page, page
+from .mathml import escape, keep_page, kept_page, page
 from .power import GOAL_POWER, GOAL_SIZE
 from .runner import NOT_RUN, status_label
 
@@ -98,7 +98,7 @@ _STATUS_CLASSES = {"pass": "pass", "fail": "fail", "error": "error", "answer yes
 def _status(question: bool, status: str) -> str:
     label = status_label(question, status)
     kind = _STATUS_CLASSES.get(label, "other")
-    return f'<span class="status st-{kind}">{_e(label)}</span>'
+    return f'<span class="status st-{kind}">{escape(label)}</span>'
 
 
 class _Derivations:
@@ -133,7 +133,7 @@ class _Derivations:
 
 def _inline(text: str) -> str:
     """Escaped text with markdown's ``**bold**`` and ```code``` made HTML."""
-    text = _e(text)
+    text = escape(text)
     text = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", text)
     return re.sub(r"`([^`]+)`", r"<code>\1</code>", text)
 
@@ -169,15 +169,15 @@ class _Figures:
     def html(self, name: str, caption: str, where: str) -> str:
         anchor = "figure-" + _anchor(name)
         if name in self.shown:
-            return (f'<p class="meta">Figure <a href="#{anchor}">{_e(name)}</a>: shown above, under '
-                    f'{_e(self.shown[name])}.</p>')
+            return (f'<p class="meta">Figure <a href="#{anchor}">{escape(name)}</a>: shown above, under '
+                    f'{escape(self.shown[name])}.</p>')
         path = self.folder / name
         if path.suffix.lower() != ".png" or not path.is_file():
-            return f'<p class="meta">Figure {_e(name)}: not in the report folder.</p>'
+            return f'<p class="meta">Figure {escape(name)}: not in the report folder.</p>'
         self.shown[name] = where
         data = base64.b64encode(path.read_bytes()).decode("ascii")
-        return (f'<figure id="{anchor}"><img src="data:image/png;base64,{data}" alt="{_e(caption)}">'
-                f"<figcaption>{_e(name)}: {_e(caption)}</figcaption></figure>")
+        return (f'<figure id="{anchor}"><img src="data:image/png;base64,{data}" alt="{escape(caption)}">'
+                f"<figcaption>{escape(name)}: {escape(caption)}</figcaption></figure>")
 
     def others(self) -> str:
         """The PNGs of the folder that no check of the report drew (from an earlier run), folded."""
@@ -205,29 +205,30 @@ def _power(measured: dict | None) -> str:
     for name, p in measured.get("power", {}).items():
         below = (p["rate"] < GOAL_POWER or p.get("errors")) and not measured.get("answered_no")
         mark = ' <span class="below">(below goal)</span>' if below else ""
-        rates.append(f"<li>{_e(name)} ({_e(p.get('kind', ''))}): {_e(_rate(p))}{mark}</li>")
+        rates.append(f"<li>{escape(name)} ({escape(p.get('kind', ''))}): {escape(_rate(p))}{mark}</li>")
     effective = measured.get("effective_replicates")
     replicates = f"{measured['replicates']}" + (f" ({effective} independent)" if effective is not None else "")
-    return (f"<li>size and power ({_e(replicates)} replicates; goals: size &le; {GOAL_SIZE}, power &ge; {GOAL_POWER}):"
-            f" size {_e(_rate(measured['size']))}"
+    return (f"<li>size and power ({escape(replicates)} replicates; "
+            f"goals: size &le; {GOAL_SIZE}, power &ge; {GOAL_POWER}):"
+            f" size {escape(_rate(measured['size']))}"
             + (f"<ul>{''.join(rates)}</ul>" if rates else "; no wrong theory registered") + "</li>")
 
 
 def _check(e: dict, claim: dict, measured: dict | None, figures: _Figures) -> str:
     superseded = "" if e["gating"] else "superseded, not gating; "
     kind = "" if e["status"] == NOT_RUN else f", {e.get('kind', 'error')}, {e['seconds']:.2f} s"
-    head = (f"<h4>{_e(e['check'])}</h4><p class=\"meta\">{_status(False, e['status'])} "
-            f"({_e(superseded)}{_e(e['status'])}{_e(kind)}; <code>{_e(e['where'])}</code>)</p>")
-    detail = f"<p>{_e(e['summary'])}</p>" if e.get("summary") else \
-        f"<pre>{_e(e.get('error', ''))}</pre>"
+    head = (f"<h4>{escape(e['check'])}</h4><p class=\"meta\">{_status(False, e['status'])} "
+            f"({escape(superseded)}{escape(e['status'])}{escape(kind)}; <code>{escape(e['where'])}</code>)</p>")
+    detail = f"<p>{escape(e['summary'])}</p>" if e.get("summary") else \
+        f"<pre>{escape(e.get('error', ''))}</pre>"
     items = []
     if e.get("criterion"):
-        items.append(f"<li>criterion (fixed before the run): {_e(e['criterion'])}</li>")
+        items.append(f"<li>criterion (fixed before the run): {escape(e['criterion'])}</li>")
     if e.get("note"):
-        items.append(f"<li>note: {_e(e['note'])}</li>")
+        items.append(f"<li>note: {escape(e['note'])}</li>")
     if e.get("alternatives"):
         items.append("<li>wrong theories it must reject:<ul>"
-                     + "".join(f"<li>{_e(a)}</li>" for a in e["alternatives"]) + "</ul></li>")
+                     + "".join(f"<li>{escape(a)}</li>" for a in e["alternatives"]) + "</ul></li>")
     items.append(_power(measured))
     block = _markdown_block(e["markdown"]) if e.get("markdown") else ""
     drawn = "".join(figures.html(f, e["check"], f"{claim['id']} · {e['check']}") for f in e.get("figures", ()))
@@ -238,21 +239,21 @@ def _check(e: dict, claim: dict, measured: dict | None, figures: _Figures) -> st
 def _claim(c: dict, power: dict[tuple[str, str], dict], derivations: _Derivations, figures: _Figures) -> str:
     kind = "question" if c["question"] else "claim"
     parts = [f'<section class="claim" id="claim-{_anchor(c["id"])}">',
-             f"<h2>{_e(c['id'])}: {_e(c['title'])} {_status(c['question'], c['status'])}</h2>",
-             f"<p>{_e(c['statement'])}</p>",
-             f'<p class="meta">A {kind}, registered at <code>{_e(c["where"])}</code>; everything about it: '
-             f"<code>attneb show {_e(c['id'])}</code>.</p>"]
+             f"<h2>{escape(c['id'])}: {escape(c['title'])} {_status(c['question'], c['status'])}</h2>",
+             f"<p>{escape(c['statement'])}</p>",
+             f'<p class="meta">A {kind}, registered at <code>{escape(c["where"])}</code>; everything about it: '
+             f"<code>attneb show {escape(c['id'])}</code>.</p>"]
     if c.get("assumptions"):
         parts.append("<p><strong>Assumptions:</strong></p><ul>"
-                     + "".join(f"<li>{_e(a)}</li>" for a in c["assumptions"]) + "</ul>")
+                     + "".join(f"<li>{escape(a)}</li>" for a in c["assumptions"]) + "</ul>")
     if derivations.enabled:
         for name in CLAIM_DERIVATIONS.get(c["id"], ()):
             entry = derivations.get(name)
             if "error" in entry:
-                parts.append(f'<div class="derivation"><h3>Derivation \'{_e(name)}\'</h3>'
-                             f'<p class="meta">{_e(entry["error"])}</p></div>')
+                parts.append(f'<div class="derivation"><h3>Derivation \'{escape(name)}\'</h3>'
+                             f'<p class="meta">{escape(entry["error"])}</p></div>')
             else:
-                parts.append(f'<div class="derivation"><h3>Derivation \'{_e(name)}\': {_e(entry["title"])}</h3>'
+                parts.append(f'<div class="derivation"><h3>Derivation \'{escape(name)}\': {escape(entry["title"])}</h3>'
                              f'{entry["html"]}</div>')
     parts.append(f"<h3>Checks ({len(c['evidence'])})</h3>" if c["evidence"] else
                  "<p>No check is registered for this claim yet.</p>")
@@ -265,7 +266,8 @@ def _provenance(report: dict) -> str:
     if origin is None:  # a report.json of the first layout
         origin = {"code": report.get("code", "?"), **report.get("versions", {}), "finished": report.get("created"),
                   "schema": 1}
-    rows = "".join(f"<tr><th>{_e(label)}</th><td>{_e(text)}</td></tr>" for label, text in provenance_lines(origin))
+    rows = "".join(f"<tr><th>{escape(label)}</th><td>{escape(text)}</td></tr>"
+                   for label, text in provenance_lines(origin))
     return f'<table class="provenance">{rows}</table>'
 
 
@@ -284,14 +286,14 @@ def _coverage(report: dict) -> str:
     coverage = report.get("coverage") or {}
     if not coverage:
         return ""
-    rows = "".join(f"<tr><td><code>{_e(t)}</code></td><td>{'<br>'.join(_e(c) for c in checks)}</td></tr>"
+    rows = "".join(f"<tr><td><code>{escape(t)}</code></td><td>{'<br>'.join(escape(c) for c in checks)}</td></tr>"
                    for t, checks in coverage.items())
     text = ("<h2>Coverage: which checks a 1% error in each function fails</h2>"
             "<p>Declared by each check and measured by the power analysis (each is one of its wrong theories).</p>"
             f"<table><tr><th>function</th><th>checks</th></tr>{rows}</table>")
     if report.get("uncovered"):
         text += ("<p>Functions a quick verify calls (traced) that no check covers and no test checks apart: "
-                 + ", ".join(f"<code>{_e(t)}</code>" for t in report["uncovered"]) + ".</p>")
+                 + ", ".join(f"<code>{escape(t)}</code>" for t in report["uncovered"]) + ".</p>")
     return text
 
 
@@ -315,8 +317,8 @@ def html_text(report: dict, folder: Path | str, *, derivations: bool = True) -> 
     kept = _Derivations(folder, derivations)
     figures = _Figures(folder)
     summary = "".join(
-        f'<tr><td><a href="#claim-{_anchor(c["id"])}">{_e(c["id"])}</a></td>'
-        f"<td><strong>{_e(c['title'])}.</strong> {_e(c['statement'])}</td>"
+        f'<tr><td><a href="#claim-{_anchor(c["id"])}">{escape(c["id"])}</a></td>'
+        f"<td><strong>{escape(c['title'])}.</strong> {escape(c['statement'])}</td>"
         f"<td>{_status(c['question'], c['status'])}</td></tr>" for c in claims)
     body = "".join(_claim(c, power, kept, figures) for c in claims)
     questions = any(c["question"] for c in claims)
@@ -325,9 +327,9 @@ def html_text(report: dict, folder: Path | str, *, derivations: bool = True) -> 
     return "".join([
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">",
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{_e(title)}</title><style>{_STYLE}</style></head><body>",
-        f"<h1>attneb verify report</h1><p class=\"meta\">{_e(report.get('mode', '?'))} mode · created "
-        f"{_e(report.get('created', '?'))} · {float(report.get('seconds', 0)):.1f} s · {_e(verdict)}</p>",
+        f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>",
+        f"<h1>attneb verify report</h1><p class=\"meta\">{escape(report.get('mode', '?'))} mode · created "
+        f"{escape(report.get('created', '?'))} · {float(report.get('seconds', 0)):.1f} s · {escape(verdict)}</p>",
         "<h2>Provenance</h2>", _provenance(report), _stored(report), _power_summary(report),
         f'<h2>Claims</h2><table class="claims"><thead><tr><th>claim</th><th>statement</th><th>status</th></tr></thead>'
         f"<tbody>{summary}</tbody></table>",
