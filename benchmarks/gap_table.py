@@ -50,15 +50,20 @@ def mean_field_bias(weights, means, tau2s, h2, depth, eta, n=1 << 20) -> float:
     return float(np.trapezoid(density * error**2, q))
 
 
+def terms_at(prior: str, h2: float, depth: float, eta: float, n: int) -> dict[str, float]:
+    """The predicted terms and their sum (``predicted``) for E1's ``prior``: the Gaussian's bias through its exact
+    layers, the clusters' to first order; the Stage-2 variance and the amplified fluctuations of :mod:`attneb.theory.gap`."""
+    weights, means, tau2s = PRIORS[prior]
+    bias = (gap.gaussian_bias(tau2s[0], SIGMA2, h2, depth, eta) if prior == "gaussian"
+            else gap.bias(weights, means, tau2s, SIGMA2, h2, depth))
+    variance, amplified = gap.variance(weights, means, tau2s, SIGMA2, h2, depth, eta, n)
+    return {"bias": bias, "variance": variance, "fluctuation": amplified - variance, "predicted": bias + amplified}
+
+
 def predicted(prior: str, schedule: str, n: float, eta: float = 0.05) -> float:
     """The predicted gap at ``n`` tokens along E1's ``schedule`` (its ``h2``, ``T = T*``, Euler step ``eta``)."""
-    weights, means, tau2s = PRIORS[prior]
     h2 = H2Schedule.parse(SCHEDULES[schedule][1]).at(max(2, round(n)))[0]
-    depth = SIGMA2 / (2 * h2)
-    terms = gap.predicted_gap(weights, means, tau2s, SIGMA2, h2, depth, eta, max(1, round(n)))
-    if prior == "gaussian":
-        terms["bias"] = gap.gaussian_bias(tau2s[0], SIGMA2, h2, depth, eta)
-    return terms["bias"] + terms["variance"] + terms["fluctuation"]
+    return terms_at(prior, h2, SIGMA2 / (2 * h2), eta, max(1, round(n)))["predicted"]
 
 
 def local_slope(prior: str, schedule: str, n: int) -> float:
@@ -86,12 +91,8 @@ def table(store_path: Path, quick: bool, schedules: list[str], with_mean_field: 
                 for n in sorted(by_n):
                     first = by_n[n][0]
                     h2, depth, eta = first["h2"], first["T"], first["eta"]
-                    terms = gap.predicted_gap(weights, means, tau2s, SIGMA2, h2, depth, eta, n)
-                    if prior == "gaussian":
-                        terms["bias"] = gap.gaussian_bias(tau2s[0], SIGMA2, h2, depth, eta)
-                    predicted = terms["bias"] + terms["variance"] + terms["fluctuation"]
+                    terms = terms_at(prior, h2, depth, eta, n)
                     row = {"prior": prior, "schedule": schedule, "n": n, "h2": h2, "seeds": len(by_n[n]), **terms,
-                           "predicted": predicted,
                            "gap": _interval([r["gap"] for r in by_n[n]]),
                            "oos_gap": _interval([r["oos_gap"] for r in by_n[n]]),
                            "dominant": max(("bias", "variance", "fluctuation"), key=terms.get),
