@@ -48,10 +48,11 @@ correlation between bias and fluctuation.
 from __future__ import annotations
 
 import numpy as np
+from scipy import special
 
 from . import depth_noise, second_order, stability
 
-__all__ = ["bias", "gaussian_bias", "gain", "predicted_gap", "variance"]
+__all__ = ["bias", "gaussian_bias", "gain", "inverse_effective_tokens", "mean_field_bias", "predicted_gap", "variance"]
 
 #: Gauss-Legendre nodes of the integral over the diffusive time in g1.
 _TIME_NODES = 32
@@ -155,27 +156,53 @@ def gaussian_bias(tau2, sigma2, h2, T, eta) -> float:
     return float((tau2 + sigma2) * (s / (s + sigma2) - tau2 / (tau2 + sigma2)) ** 2)
 
 
-def gain(a, sigma2, h2, steps):
+def gain(a, sigma2, h2, steps, dim=1):
     r"""The gain :math:`A` of Stage-2 variance from Stage 1's amplified fluctuations (module docstring).
+
+    In ``dim`` dimensions the modes of an isotropic sampling noise are counted by :math:`k^{d-1}\,dk`, and
+    Stage 2 sees mode :math:`\mathbf k` with weight :math:`(|\mathbf k|^2 + |a|^2) e^{-\sigma^2 |\mathbf k|^2}`
+    (the growth rate is the same in every dimension, S1):
+
+    .. math:: A = \frac{\int_0^\infty (k^2 + |a|^2)\,e^{-\sigma^2 k^2} \prod_l (1 + \eta_l\lambda(k))^2\,k^{d-1}\,dk}
+                       {\int_0^\infty (k^2 + |a|^2)\,e^{-\sigma^2 k^2}\,k^{d-1}\,dk}.
 
     Parameters
     ----------
     a : array_like
-        :math:`g'/g` at the queries.
+        :math:`|\nabla g|/g` at the queries.
     sigma2, h2 : float
         Stage-2 and Stage-1 bandwidths.
     steps : sequence of float
         The Euler layers' steps :math:`\eta_l` (empty: depth 0, gain 1).
+    dim : int
+        Dimension, >= 1.
     """
+    if int(dim) != dim or dim < 1:
+        raise ValueError(f"dim == {dim!r} must be an integer >= 1")
     a = np.asarray(a, dtype=float)
     k = np.linspace(0.0, 12.0 / np.sqrt(min(sigma2, h2)), 4001)
     growth = np.ones_like(k)
     rate = stability.growth_rate(k, h2)
     for step in steps:
         growth *= (1 + step * rate) ** 2
-    base = np.exp(-sigma2 * k**2)
+    base = np.exp(-sigma2 * k**2) * k ** (int(dim) - 1)
     weight = k[None, :] ** 2 + a.reshape(-1, 1) ** 2
     return (np.trapezoid(weight * base * growth, k, axis=1) / np.trapezoid(weight * base, k, axis=1)).reshape(a.shape)
+
+
+def _nadaraya_watson(weights, means, tau2s, sigma2, s):
+    """Grid ``x``, noisy density ``p``, Stage 2's marginal ``g``, ``E_y[phi^2 (y - m)^2]`` and ``E_y[phi^2]`` at ``x``
+    for tokens of the order-zero refined density at diffusive time ``s``."""
+    refined = tau2s + sigma2 - 2 * s
+    x = _grid(means, refined, sigma2)
+    rho = _mixture_density(x, weights, means, refined)
+    p = _mixture_density(x, weights, means, tau2s + sigma2)
+    kernel = np.exp(-0.5 * (x[:, None] - x[None, :]) ** 2 / sigma2) / np.sqrt(2 * np.pi * sigma2)
+    g = np.trapezoid(kernel * rho[None, :], x, axis=1)
+    m = np.trapezoid(kernel * (rho * x)[None, :], x, axis=1) / g
+    spread = np.trapezoid(kernel**2 * (x[None, :] - m[:, None]) ** 2 * rho[None, :], x, axis=1)
+    square = np.trapezoid(kernel**2 * rho[None, :], x, axis=1)
+    return x, p, g, spread, square
 
 
 def variance(weights, means, tau2s, sigma2, h2, T, eta, n) -> tuple[float, float]:
@@ -188,18 +215,95 @@ def variance(weights, means, tau2s, sigma2, h2, T, eta, n) -> tuple[float, float
         raise ValueError(f"n == {n!r} must be >= 1")
     if not np.isfinite(eta) or not 0 < eta <= 1:
         raise ValueError(f"eta == {eta!r} must lie in (0, 1]")
-    refined = tau2s + sigma2 - 2 * s
-    x = _grid(means, refined, sigma2)
-    rho = _mixture_density(x, weights, means, refined)
-    p = _mixture_density(x, weights, means, tau2s + sigma2)
-    kernel = np.exp(-0.5 * (x[:, None] - x[None, :]) ** 2 / sigma2) / np.sqrt(2 * np.pi * sigma2)
-    g = np.trapezoid(kernel * rho[None, :], x, axis=1)
-    first = np.trapezoid(kernel * (rho * x)[None, :], x, axis=1)
-    m = first / g
-    spread = np.trapezoid(kernel**2 * (x[None, :] - m[:, None]) ** 2 * rho[None, :], x, axis=1) / g**2 / n
+    x, p, g, spread, _ = _nadaraya_watson(weights, means, tau2s, sigma2, s)
+    spread = spread / g**2 / n
     layers = max(1, int(round(depth / eta))) if depth > 0 else 0
     amplified = spread * gain(np.gradient(np.log(g), x), sigma2, h2, [depth / layers] * layers if layers else [])
     return float(np.trapezoid(p * spread, x)), float(np.trapezoid(p * amplified, x))
+
+
+def inverse_effective_tokens(weights, means, tau2s, sigma2, h2, T, n) -> float:
+    r"""The mean over noisy queries of :math:`1/n_{\mathrm{eff}}(q)`, the inverse effective number of tokens under
+    Stage 2's kernel (Kish's: :math:`n_{\mathrm{eff}} = (\sum_j K_j)^2/\sum_j K_j^2`), in expectation over ``n``
+    tokens of the order-zero refined density at depth ``T``:
+
+    .. math:: E_p\Big[\frac{\int \varphi_{\sigma^2}(q - y)^2\rho(y)\,dy}{n\,g(q)^2}\Big].
+
+    The delta method behind :func:`variance` drops terms of relative order :math:`1/n_{\mathrm{eff}}`.
+    """
+    weights, means, tau2s, sigma2, h2, depth, s = _check(weights, means, tau2s, sigma2, h2, T)
+    if n < 1:
+        raise ValueError(f"n == {n!r} must be >= 1")
+    x, p, g, _, square = _nadaraya_watson(weights, means, tau2s, sigma2, s)
+    return float(np.trapezoid(p * square / g**2, x) / n)
+
+
+#: Quantile tokens of :func:`mean_field_bias`.
+MEAN_FIELD_TOKENS = 1024
+
+
+def _kernel_mean(queries, keys, h2):
+    """Gaussian-kernel mean of 1-D ``keys`` at each query, by log-sum-exp (exact sums, no grid)."""
+    logits = -0.5 * (queries[:, None] - keys[None, :]) ** 2 / h2
+    weights = np.exp(logits - logits.max(axis=1, keepdims=True))
+    return weights @ keys / weights.sum(axis=1)
+
+
+def _mixture_quantiles(weights, means, variances, m):
+    """``m`` points at the quantiles ``(i + 1/2)/m`` of a 1-D Gaussian mixture (inverse CDF on a fine grid)."""
+    sd = np.sqrt(variances)
+    x = np.linspace(means.min() - 12 * sd.max(), means.max() + 12 * sd.max(), 200_001)
+    cdf = weights @ special.ndtr((x[None, :] - means[:, None]) / sd[:, None])
+    return np.interp((np.arange(m) + 0.5) / m, cdf, x)
+
+
+def _within_variance(points, means):
+    """Variance of the points about their nearest component mean, averaged over the components they fall in."""
+    nearest = np.argmin(np.abs(points[:, None] - means[None, :]), axis=1)
+    return float(np.mean([points[nearest == c].var() for c in np.unique(nearest)]))
+
+
+def mean_field_bias(weights, means, tau2s, sigma2, h2, T, eta, m=MEAN_FIELD_TOKENS) -> dict[str, float]:
+    r"""Stage 2's bias over the mean field's refined tokens, to all orders in ``h2``, through the Euler layers.
+
+    The mean field (:math:`N \to \infty`) computed directly, with no expansion: ``m`` tokens at the quantiles of
+    the noisy density :math:`p = \pi * \varphi_{\sigma^2}` (a sample without sampling noise) move through
+    ``max(1, round(T/eta))`` Euler layers :math:`x \leftarrow x + \eta_l (a(x) - x)` with exact kernel sums
+    (log-sum-exp; its own code, not :mod:`attneb.numerics`); Stage 2 over them at bandwidth :math:`\sigma^2` is
+    held against Tweedie's formula :math:`q + \sigma^2 p'(q)/p(q)` on :func:`bias`'s grid:
+
+    .. math:: B = E_p\big[(\hat m(q) - m_B(q))^2\big].
+
+    Returns
+    -------
+    dict
+        ``bias``; ``bias_half``, the same from ``m/2`` tokens (their difference measures the quantile
+        discretisation); ``spread_start`` and ``spread_end``, the tokens' variance about their nearest component
+        mean at depth 0 and ``T`` (averaged over components).
+    """
+    weights, means, tau2s, sigma2, h2, depth, _ = _check(weights, means, tau2s, sigma2, h2, T)
+    if not np.isfinite(eta) or not 0 < eta <= 1:
+        raise ValueError(f"eta == {eta!r} must lie in (0, 1]")
+    if int(m) != m or m < 4:
+        raise ValueError(f"m == {m!r} must be an integer >= 4")
+    layers = max(1, int(round(depth / eta)))
+    step = depth / layers
+    x = _grid(means, tau2s + sigma2, sigma2)
+    noisy = tau2s + sigma2
+    p = _mixture_density(x, weights, means, noisy)
+    slope = -(weights[:, None] * (x[None, :] - means[:, None]) / noisy[:, None]
+              * np.exp(-0.5 * (x[None, :] - means[:, None]) ** 2 / noisy[:, None])
+              / np.sqrt(2 * np.pi * noisy[:, None])).sum(axis=0)
+    bayes = x + sigma2 * slope / p
+    out = {}
+    for key, count in (("bias", int(m)), ("bias_half", int(m) // 2)):
+        tokens = start = _mixture_quantiles(weights, means, noisy, count)
+        for _ in range(layers):
+            tokens = tokens + step * (_kernel_mean(tokens, tokens, h2) - tokens)
+        out[key] = float(np.trapezoid(p * (_kernel_mean(x, tokens, sigma2) - bayes) ** 2, x))
+        if key == "bias":
+            out["spread_start"], out["spread_end"] = _within_variance(start, means), _within_variance(tokens, means)
+    return out
 
 
 def predicted_gap(weights, means, tau2s, sigma2, h2, T, eta, n) -> dict[str, float]:

@@ -26,7 +26,7 @@ TOPICS = f"{__name__.rsplit('.', 2)[0]}.topics"
 #: its figures (the names of :mod:`attneb.theory`'s modules where the topic has a derivation).
 DEFAULT_CONTENT: tuple[str, ...] = tuple(f"{TOPICS}.{topic}" for topic in (
     "attention", "depth_ode", "energy", "mean_field", "depth_noise", "stage2", "tweedie", "gaussian", "stability",
-    "anisotropic", "second_order", "training", "schedules",
+    "anisotropic", "second_order", "predicted_gap", "training", "schedules",
 ))
 
 

@@ -208,8 +208,8 @@ def run(
 
 #: Claims that decide on the same measurements, which the first of them to run computes and
 #: stores: they run one after another in one worker process (in parallel, each would compute
-#: them). E6's trained networks.
-SHARED_MEASUREMENTS = (("T1", "T2", "T3"),)
+#: them). E6's trained networks; E1's runs (C8, and G6's predicted gap).
+SHARED_MEASUREMENTS = (("T1", "T2", "T3"), ("C8", "G6"))
 #: Outcome of a check in a worker: ``(status, evidence, error, seconds, cpu_seconds)``, or ``None`` to run it here.
 Outcome = tuple[str, Evidence | None, str | None, float, float] | None
 

@@ -86,3 +86,45 @@ def test_the_predicted_gap_is_the_sum_of_its_terms():
 def test_bad_arguments_are_named(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_the_mean_fields_kernel_sums_are_those_of_numerics():
+    rng = np.random.default_rng(3)
+    keys, queries = rng.normal(size=300), rng.normal(size=50) * 3
+    np.testing.assert_allclose(gap._kernel_mean(queries, keys, 0.2), kernels.kernel_mean(queries[:, None], keys[:, None], 0.2)[:, 0],
+                               rtol=1e-12, atol=1e-12)
+
+
+def test_the_mean_field_bias_of_a_gaussian_tends_to_the_exact_one_within_its_stated_error():
+    """The quantile tokens' error shrinks like 1/m, and |B - B from m/2 tokens| covers it."""
+    tau2, sigma2, h2 = 1.0, 0.5, 0.1327
+    depth = sigma2 / (2 * h2)
+    exact = gap.gaussian_bias(tau2, sigma2, h2, depth, 0.05)
+    errors = []
+    for m in (512, 1024):
+        r = gap.mean_field_bias([1.0], [0.0], [tau2], sigma2, h2, depth, 0.05, m=m)
+        errors.append(abs(r["bias"] - exact))
+        assert errors[-1] <= abs(r["bias"] - r["bias_half"])
+        assert r["spread_start"] == pytest.approx(tau2 + sigma2, rel=1e-2)
+    assert errors[1] < 0.6 * errors[0]
+
+
+def test_the_mean_field_bias_of_two_clusters_is_below_its_first_order_expansion():
+    """At E1's h2 the expansion parameter h2/tau2 is 0.25-0.5: the all-orders bias is 0.37-0.6 of the first-order one."""
+    args = ([0.5, 0.5], [-2.0, 2.0], [0.25, 0.25], 0.5, 0.1327, 0.5 / (2 * 0.1327))
+    all_orders = gap.mean_field_bias(*args, 0.05)["bias"]
+    assert 0.3 < all_orders / gap.bias(*args) < 0.7
+
+
+def test_the_inverse_effective_tokens_is_that_of_the_kernel_weights():
+    """E_q[sum K^2/(sum K)^2] over samples of the refined density (depth 0: the noisy N(0, 1.5)), against n = 200."""
+    tau2, sigma2, n = 1.0, 0.5, 200
+    predicted = gap.inverse_effective_tokens([1.0], [0.0], [tau2], sigma2, 0.1, 0.0, n)
+    rng = np.random.default_rng(4)
+    values = []
+    for _ in range(200):
+        tokens = rng.normal(scale=np.sqrt(tau2 + sigma2), size=n)
+        q = rng.normal(scale=np.sqrt(tau2 + sigma2), size=50)
+        k = np.exp(-0.5 * (q[:, None] - tokens[None, :]) ** 2 / sigma2)
+        values.append(np.mean((k**2).sum(axis=1) / k.sum(axis=1) ** 2))
+    assert np.mean(values) == pytest.approx(predicted, rel=0.1)
