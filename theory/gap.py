@@ -38,11 +38,12 @@ the noisy density (Bayes). The gap :math:`G = E_q(\hat m - m_B)^2` (per coordina
 
   (1 at depth 0, where the term is :math:`V_{NW}`).
 
-The predicted gap is bias + amplified variance (:func:`predicted_gap`). Left out: the bias's :math:`O(h_2^3)`
-(mixtures; the Gaussian's is exact), the Euler step in the mixtures' bias (continuous depth), the density's
-non-uniformity in the gain (local linear theory), fluctuations beyond linear order (they matter as ``N``
-approaches :math:`N_c`), the self-attention of an in-sample query (an :math:`O(1/N)` bias), and the
-correlation between bias and fluctuation.
+The predicted gap is bias + amplified variance (:func:`predicted_gap`, with the first-order bias). Left out: the
+bias's :math:`O(h_2^3)` (mixtures; the Gaussian's is exact), the Euler step in the mixtures' bias (continuous depth),
+the density's non-uniformity in the gain (local linear theory), fluctuations beyond linear order (they matter as
+``N`` approaches :math:`N_c`), the self-attention of an in-sample query (an :math:`O(1/N)` bias), and the
+correlation between bias and fluctuation. Question G6 (:mod:`attneb.proofs_check.topics.predicted_gap`) uses
+:func:`mean_field_bias` (all orders in ``h2``, through the Euler layers) in place of :func:`bias`.
 """
 
 from __future__ import annotations
@@ -224,8 +225,8 @@ def variance(weights, means, tau2s, sigma2, h2, T, eta, n) -> tuple[float, float
 
 def inverse_effective_tokens(weights, means, tau2s, sigma2, h2, T, n) -> float:
     r"""The mean over noisy queries of :math:`1/n_{\mathrm{eff}}(q)`, the inverse effective number of tokens under
-    Stage 2's kernel (Kish's: :math:`n_{\mathrm{eff}} = (\sum_j K_j)^2/\sum_j K_j^2`), in expectation over ``n``
-    tokens of the order-zero refined density at depth ``T``:
+    Stage 2's kernel (Kish's: :math:`n_{\mathrm{eff}} = (\sum_j K_j)^2/\sum_j K_j^2`), for ``n`` tokens of the
+    order-zero refined density at depth ``T``, to leading order in ``1/n`` (a ratio of expectations):
 
     .. math:: E_p\Big[\frac{\int \varphi_{\sigma^2}(q - y)^2\rho(y)\,dy}{n\,g(q)^2}\Big].
 

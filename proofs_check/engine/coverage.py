@@ -358,6 +358,43 @@ TESTED_APART: dict[str, tuple[str, str]] = {
         "tests/theory/test_second_order.py::test_the_terms_are_the_backward_heat_operator_and_the_papers_second_order_term",
         "no number: sympy expressions read off the mean_field derivation (which its checks decide); tested equal "
         "to -rho'' and -(1/2)(rho (rho''/rho)')'"),
+    "attneb.theory.gap:gain": (
+        "tests/theory/test_gap.py::test_the_gain_is_one_at_depth_zero_and_grows_with_depth",
+        "not measured: the fluctuation term of G6's prediction (a question that answers no on the sphere, so no "
+        "power is measured; its band moves with a 1% error by far less than its width); tested: 1 at depth 0, "
+        "growing with depth and with the dimension"),
+    "attneb.theory.gap:gaussian_bias": (
+        "tests/theory/test_gap.py::test_the_gaussian_bias_is_that_of_the_exact_layer_map",
+        "not measured: G6's Gaussian bias; tested against the exact one-layer variance map written out, to 1e-12"),
+    "attneb.theory.gap:inverse_effective_tokens": (
+        "tests/theory/test_gap.py::test_the_inverse_effective_tokens_is_that_of_the_kernel_weights",
+        "not measured: the width of G6's variance band; tested against the kernel weights of sampled tokens, "
+        "within 10%"),
+    "attneb.theory.gap:mean_field_bias": (
+        "tests/theory/test_gap.py::test_the_mean_field_bias_of_a_gaussian_tends_to_the_exact_one_within_its_stated_error",
+        "not measured: G6's bias of the mixtures; tested against the Gaussian's exact bias, its error shrinking "
+        "with the tokens and within its stated |B - B_half|"),
+    "attneb.theory.gap:variance": (
+        "tests/theory/test_gap.py::test_the_stage_two_variance_is_that_of_stage_two_over_independent_tokens",
+        "not measured: G6's Stage-2 variance of the 1-D priors; tested against Stage 2 run over 300 samples"),
+    "attneb.theory.gap_sphere:bayes_radius": (
+        "tests/theory/test_gap_sphere.py::test_bayes_is_the_uniform_spheres_posterior_mean",
+        "not measured: the sphere's Bayes rule in G6's bias; tested against numerics.priors.UniformSphere to 1e-10"),
+    "attneb.theory.gap_sphere:mean_field_bias": (
+        "tests/theory/test_gap_sphere.py::test_the_mean_field_bias_converges_in_the_shells_and_shrinks_with_h2",
+        "not measured: G6's bias of the sphere; tested: converged in the shells to 1%, and Stage 2 alone (depth 0) "
+        "against E1's measured gaps by benchmarks/sphere_gap.py (reported)"),
+    "attneb.theory.gap_sphere:noisy_radial_density": (
+        "tests/theory/test_gap_sphere.py::test_the_noisy_radial_density_has_mass_one_and_second_moment_r2_plus_3v",
+        "not measured: the query density of G6's sphere terms; tested: mass 1 and second moment R^2 + 3 v to 1e-9"),
+    "attneb.theory.gap_sphere:shell_kernel_mean": (
+        "tests/theory/test_gap_sphere.py::test_the_shell_kernel_mean_is_the_kernel_mean_of_the_shells",
+        "not measured: the shells' kernel mean behind G6's sphere bias; tested against quadrature over the sphere "
+        "to 1e-9"),
+    "attneb.theory.gap_sphere:variance": (
+        "tests/theory/test_gap_sphere.py::test_the_stage_two_variance_is_that_of_stage_two_over_samples_of_the_sphere",
+        "not measured: G6's Stage-2 variance of the sphere; tested against Stage 2 run over 300 samples of the "
+        "sphere, within 15%"),
     "attneb.theory.gaussian:stage2_bandwidth_family": (
         "tests/theory/test_evaluators.py::test_stage2_family_makes_attention_over_gaussian_tokens_the_bayes_rule",
         "not measured: T1's Bayes family of Stage-2 bandwidths; tested: it makes attention the Bayes rule"),
