@@ -12,21 +12,23 @@ from attneb.numerics import kernels, priors
 from attneb.theory import gap, gap_sphere
 
 
-def _shell_average(r, R, h, power):
-    """E_{y ~ U(S_R)}[exp(-|x - y|^2/(2h)) (y . x/|x|)^power], |x| = r, by quadrature over u = cos(angle)."""
-    value, _ = integrate.quad(lambda u: np.exp(-(r * r + R * R - 2 * r * R * u) / (2 * h)) * (R * u) ** power / 2,
-                              -1, 1, epsabs=0, epsrel=1e-10)
-    return value
+def _log_shell_average(r, R, h, power):
+    """log E_{y ~ U(S_R)}[exp(-|x - y|^2/(2h)) (y . x/|x|)^power], |x| = r, by quadrature over u = cos(angle) of the
+    integrand divided by its largest value exp(-(r - R)^2/(2h)), so that quad sees numbers of order 1."""
+    value, _ = integrate.quad(lambda u: np.exp(-r * R * (1 - u) / h) * (R * u) ** power / 2, -1, 1, epsabs=0,
+                              epsrel=1e-10)
+    return -((r - R) ** 2) / (2 * h) + np.log(value)
 
 
 @pytest.mark.parametrize("h", [0.05, 0.5])
 def test_the_shell_kernel_mean_is_the_kernel_mean_of_the_shells(h):
     shells, weights = np.array([0.0, 0.4, 1.0, 1.7]), np.array([0.1, 0.2, 0.3, 0.4])
-    for r in (0.0, 0.3, 1.1, 2.5):
-        s0 = [_shell_average(r, R, h, 0) for R in shells]
-        s1 = [_shell_average(r, R, h, 1) for R in shells]
-        expected = np.dot(weights, s1) / np.dot(weights, s0)
+    for r in (0.3, 1.1, 2.5):
+        log_s0 = np.array([_log_shell_average(r, R, h, 0) for R in shells]) + np.log(weights)
+        log_s1 = np.array([_log_shell_average(r, R, h, 1) if R > 0 else -np.inf for R in shells]) + np.log(weights)
+        expected = np.exp(log_s1 - log_s0.max()).sum() / np.exp(log_s0 - log_s0.max()).sum()
         assert gap_sphere.shell_kernel_mean([r], shells, h, weights)[0] == pytest.approx(expected, rel=1e-9, abs=1e-12)
+    assert gap_sphere.shell_kernel_mean([0.0], shells, h, weights)[0] == pytest.approx(0.0, abs=1e-15)
 
 
 def test_bayes_is_the_uniform_spheres_posterior_mean():
