@@ -1,12 +1,16 @@
-"""benchmarks/gap_table.py: the predicted gap beside E1's stored gaps, N by N."""
+"""benchmarks/gap_table.py: G6's predicted gap beside E1's stored gaps, N by N, with the local slope."""
 
 from __future__ import annotations
 
 import pytest
 
 from attneb.numerics.sweep import ResultStore
+from attneb.numerics.sweep.spec import H2Schedule
 from attneb.numerics.sweep.store import COLUMNS
+from attneb.proofs_check.topics import predicted_gap as g6
+from attneb.proofs_check.topics.designs import SCHEDULES
 from attneb.theory import gap
+
 from tests.benchmarks import load_script
 
 
@@ -20,19 +24,24 @@ def _row(n: int, seed: int, value: float) -> dict:
     return row
 
 
-@pytest.mark.slow  # about 9 s beside the other tests (theory.gap's quadratures)
-def test_the_table_puts_the_prediction_beside_the_stored_gaps(tmp_path, capsys):
+@pytest.mark.slow  # about 10 s beside the other tests (the mean field at three bandwidths, the variance quadratures)
+def test_the_table_puts_g6s_prediction_beside_the_stored_gaps(tmp_path, capsys):
     script = load_script("gap_table")
+    h2 = H2Schedule.parse(SCHEDULES["log"][1]).at(256)[0]
     with ResultStore(tmp_path / "results.sqlite") as store:
-        store.add([_row(256, seed, value) for seed, value in enumerate((0.010, 0.012, 0.014))])
-    [row] = script.table(tmp_path / "results.sqlite", True, ["log"], with_mean_field=False)
-    expected = gap.predicted_gap([1.0], [0.0], [1.0], 0.5, 0.1, 2.5, 0.05, 256)
-    assert row["bias"] == pytest.approx(gap.gaussian_bias(1.0, 0.5, 0.1, 2.5, 0.05))
-    assert row["predicted"] == pytest.approx(row["bias"] + expected["variance"] + expected["fluctuation"])
-    assert row["gap"][0] == pytest.approx(0.012) and row["gap"][1] < 0.012 < row["gap"][2]
-    assert row["oos_gap"][0] == pytest.approx(0.006)
+        store.add([{**_row(256, seed, value), "h2": h2, "T": 0.5 / (2 * h2)}
+                   for seed, value in enumerate((0.010, 0.012, 0.014))])
+    [row] = script.table(tmp_path / "results.sqlite", True, ["log"])
+    record = g6.mean_field_bias("gaussian", h2, 0.5 / (2 * h2), 0.05)
+    expected = g6.predicted_terms("gaussian", h2, 0.5 / (2 * h2), 0.05, 256, record)
+    assert row["bias"] == pytest.approx(gap.gaussian_bias(1.0, 0.5, h2, 0.5 / (2 * h2), 0.05))
+    assert row["gap"] == pytest.approx(expected["gap"]) and row["low"] < row["gap"] < row["high"]
+    assert row["measured"][0] == pytest.approx(0.012) and row["measured"][1] < 0.012 < row["measured"][2]
+    assert row["fresh"][0] == pytest.approx(0.006) and row["decided"]
+    assert row["slope"] == pytest.approx(script.local_slope("gaussian", "log", 256)) and row["slope"] < 0
+    assert row["first_order_bias"] == pytest.approx(gap.bias([1.0], [0.0], [1.0], 0.5, h2, 0.5 / (2 * h2)))
     script.print_table([row])
-    assert "| gaussian | log | 256 | 0.1000 |" in capsys.readouterr().out
+    assert f"| gaussian | log | 256 | {h2:.4f} | yes |" in capsys.readouterr().out
 
 
 def test_an_empty_store_is_an_error(tmp_path):

@@ -62,10 +62,10 @@ def test_the_stage_two_variance_is_that_of_stage_two_over_samples_of_the_sphere(
 
 def test_the_mean_field_bias_converges_in_the_shells_and_shrinks_with_h2():
     sigma2 = 0.5
-    coarse, fine = (gap_sphere.mean_field_bias(1.0, sigma2, 0.1, sigma2 / 0.2, 0.05, m=m) for m in (128, 512))
+    coarse, fine = (gap_sphere.mean_field_bias(1.0, sigma2, 0.1, sigma2 / 0.2, 0.05, m=m) for m in (64, 256))
     assert abs(coarse["bias"] - fine["bias"]) < 0.01 * fine["bias"]
     assert abs(fine["bias"] - fine["bias_half"]) < 0.005 * fine["bias"]
-    smaller = gap_sphere.mean_field_bias(1.0, sigma2, 0.05, sigma2 / 0.1, 0.05, m=512)
+    smaller = gap_sphere.mean_field_bias(1.0, sigma2, 0.05, sigma2 / 0.1, 0.05, m=256)
     assert smaller["bias"] < fine["bias"] and smaller["spread_end"] < fine["spread_end"] < fine["spread_start"]
 
 
