@@ -23,13 +23,16 @@ Gaps are per coordinate (the squared error's mean over the three coordinates), l
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
+import sympy as sp
 from scipy import special
 
 from . import gap
 
-__all__ = ["DIM", "MEAN_FIELD_SHELLS", "bayes_radius", "mean_field_bias", "noisy_radial_density", "shell_kernel_mean",
-           "variance"]
+__all__ = ["DIM", "MEAN_FIELD_SHELLS", "bayes_radius", "blur_bias_coefficient", "mean_field_bias", "noisy_radial_density",
+           "shell_kernel_mean", "variance"]
 
 #: Dimension of the sphere's ambient space.
 DIM = 3
@@ -129,7 +132,8 @@ def mean_field_bias(radius, sigma2, h2, T, eta, m=MEAN_FIELD_SHELLS) -> dict[str
     -------
     dict
         ``bias``; ``bias_half`` from ``m/2`` shells; ``spread_start`` and ``spread_end``, the shells' radial
-        variance at depth 0 and ``T``.
+        variance at depth 0 and ``T``; ``square_end``, their mean squared radius at ``T`` (a sphere blurred by
+        :math:`\varepsilon` has :math:`R^2 + 3\varepsilon`).
     """
     radius, sigma2, h2, T = _check(radius, sigma2, h2, T, order_zero=False)
     if not np.isfinite(eta) or not 0 < eta <= 1:
@@ -149,7 +153,39 @@ def mean_field_bias(radius, sigma2, h2, T, eta, m=MEAN_FIELD_SHELLS) -> dict[str
         out[key] = float(np.trapezoid(p * (shell_kernel_mean(r, shells, sigma2) - bayes) ** 2, r) / DIM)
         if key == "bias":
             out["spread_start"], out["spread_end"] = float(start.var()), float(shells.var())
+            out["square_end"] = float(np.mean(shells**2))
     return out
+
+
+@functools.cache
+def _laplacian_ratio_gradient():
+    """``d/dr (Laplacian(p)/p)`` of the noisy sphere's density in R^3, as a numpy function of ``(r, R, v)`` (sympy)."""
+    r, R, v = sp.symbols("r R v", positive=True)
+    density = (sp.exp(-(r - R) ** 2 / (2 * v)) - sp.exp(-(r + R) ** 2 / (2 * v))) / (4 * sp.pi * r * R
+                                                                                     * sp.sqrt(2 * sp.pi * v))
+    laplacian = sp.diff(density, r, 2) + 2 / r * sp.diff(density, r)
+    return sp.lambdify((r, R, v), sp.simplify(sp.diff(sp.simplify(laplacian / density), r)), "numpy")
+
+
+def blur_bias_coefficient(radius, sigma2) -> float:
+    r"""``C`` of Stage 2's bias over the sphere blurred by a small variance :math:`\varepsilon`:
+    :math:`B = C\varepsilon^2 + O(\varepsilon^3)`, per coordinate.
+
+    Stage 2 over the prior blurred by :math:`\varepsilon` is Tweedie's formula for :math:`p_{\sigma^2 + \varepsilon}`, and
+    the heat equation :math:`\partial_v p_v = \Delta p_v/2` gives
+    :math:`\hat m - m_B = \varepsilon\,\sigma^2\nabla(\Delta p/(2p)) + O(\varepsilon^2)`, so
+
+    .. math:: C = \frac{\sigma^4}{4 d}\,E_p\big[\lVert\nabla(\Delta p/p)\rVert^2\big]
+
+    (``d = 3``; :math:`\Delta p/p` differentiated by sympy, the expectation over the radial density by the trapezoid
+    rule from ``r = 1e-3``). For a point prior (``radius -> 0``) it is :math:`1/\sigma^2`, the Gaussian's
+    :math:`\sigma^4/(\tau^2 + \sigma^2)^3` at :math:`\tau^2 = 0`.
+    """
+    radius, sigma2, _, _ = _check(radius, sigma2, 1.0, 0.0)
+    r = np.arange(1e-3, radius + _REACH * np.sqrt(sigma2), 1e-3 * np.sqrt(sigma2))
+    slope = _laplacian_ratio_gradient()(r, radius, sigma2)
+    return float(sigma2**2 / (4 * DIM) * np.trapezoid(noisy_radial_density(r, radius, sigma2) * slope**2, r))
+
 
 
 def _refined_shells(radius, blur):

@@ -9,10 +9,11 @@ from tests.benchmarks import load_script
 from tests.benchmarks.test_gap_table import _row
 
 
+@pytest.mark.slow  # about 5 s: the first call of the theory's gain builds S1's derivation
 def test_a_small_run_prints_the_measured_and_predicted_gaps(capsys):
-    load_script("sphere_gap").main(["--large-n", "128", "--h2", "0.25", "--seeds", "1"])
+    load_script("sphere_gap").main(["--large-n", "128", "--h2", "0.5", "--seeds", "1"])
     out = capsys.readouterr().out
-    assert "seed 0: gap fresh" in out and "N = 128, h2 = 0.25: measured fresh" in out and "fresh / predicted" in out
+    assert "seed 0: gap fresh" in out and "N = 128, h2 = 0.5: measured fresh" in out and "fresh / predicted" in out
 
 
 def test_depth_zero_reads_the_stage_two_alone_rows(tmp_path, capsys):
@@ -27,3 +28,10 @@ def test_depth_zero_reads_the_stage_two_alone_rows(tmp_path, capsys):
 def test_it_asks_for_a_comparison():
     with pytest.raises(SystemExit):
         load_script("sphere_gap").main([])
+
+
+def test_the_split_adds_up_to_the_gap(capsys):
+    parts = load_script("sphere_gap").split(64, 0.5, 3)
+    assert parts["gap"] == pytest.approx(parts["bias"] + parts["variance"], rel=1e-12)
+    assert parts["variance"] > 0 and parts["predicted_bias"] > 0
+    assert "squared bias" in capsys.readouterr().out

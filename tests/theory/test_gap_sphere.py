@@ -84,3 +84,25 @@ def test_the_gain_counts_modes_by_dimension():
 def test_bad_arguments_are_named(args, match):
     with pytest.raises(ValueError, match=match):
         gap_sphere.variance(*args)
+
+
+def test_the_blur_coefficient_of_a_point_prior_is_the_gaussians():
+    """radius -> 0: the noisy sphere is N(0, sigma2 I), and C = sigma2^2/(tau2 + sigma2)^3 at tau2 = 0 is 1/sigma2."""
+    for sigma2 in (0.5, 2.0):
+        assert gap_sphere.blur_bias_coefficient(1e-3, sigma2) == pytest.approx(1 / sigma2, rel=1e-3)
+    assert gap_sphere.blur_bias_coefficient(1.0, 0.5) > 0
+
+
+def test_the_blur_coefficient_predicts_the_bias_of_a_slightly_blurred_sphere():
+    """Stage 2 over the sphere blurred by eps (shells) against Bayes, at two small eps: the bias / eps^2 -> C."""
+    sigma2 = 0.5
+    coefficient = gap_sphere.blur_bias_coefficient(1.0, sigma2)
+    r = np.arange(1e-3, 1.0 + 12 * np.sqrt(sigma2), np.sqrt(sigma2) / 200)
+    p, bayes = gap_sphere.noisy_radial_density(r, 1.0, sigma2), gap_sphere.bayes_radius(r, 1.0, sigma2)
+    ratios = []
+    for eps in (0.01, 0.005):
+        radii = np.arange(np.sqrt(eps) / 80, 1.0 + 12 * np.sqrt(eps), np.sqrt(eps) / 80)
+        masses = gap_sphere.noisy_radial_density(radii, 1.0, eps)
+        estimate = gap_sphere.shell_kernel_mean(r, radii, sigma2, masses / masses.sum())
+        ratios.append(np.trapezoid(p * (estimate - bayes) ** 2, r) / 3 / eps**2 / coefficient)
+    assert abs(ratios[1] - 1) < abs(ratios[0] - 1) < 0.1
