@@ -9,16 +9,20 @@ fresh queries (mean over seeds and its 95% t-interval) and their ratios to the p
 the prediction's local log-log slope along the schedule and the factor on N that would halve it at that slope. For
 the 1-D priors it adds the bias to first order in ``h2`` (:func:`attneb.theory.gap.bias`, the derivation's leading
 term), which G6 does not use. ``--figure F`` draws the gaps against N with the prediction, its band and each term.
+``--wrong-theories`` prints instead, for the derived terms and each wrong theory registered beside G6, how many of
+the points it decides (per prior) lie outside its band: what G6's rule sees of each wrong theory on the stored runs.
 
 Usage::
 
     attneb verify --out REPORT                      # E1's full runs (or --quick, then --quick here)
     python benchmarks/gap_table.py --store REPORT/results.sqlite [--quick] [--schedule log power] [--figure gap.png]
+    python benchmarks/gap_table.py --store REPORT/results.sqlite [--quick] --wrong-theories
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import tempfile
 from pathlib import Path
 
@@ -26,7 +30,7 @@ import numpy as np
 
 from attneb.numerics.sweep import ResultStore
 from attneb.numerics.sweep.spec import H2Schedule
-from attneb.proofs_check.engine.registry import Context
+from attneb.proofs_check.engine.registry import CLAIMS, Context
 from attneb.proofs_check.engine.replication import stored_if_run
 from attneb.proofs_check.topics import predicted_gap as g6
 from attneb.proofs_check.topics.designs import SCHEDULES, SIGMA2
@@ -65,6 +69,24 @@ def table(store_path: Path, quick: bool, schedules: list[str]) -> list[dict]:
     return result
 
 
+def wrong_theory_counts(store_path: Path, quick: bool) -> dict[str, dict[str, tuple[int, int]]]:
+    """``{theory: {prior: (points outside the band, points decided)}}`` for the derived terms (``"derived"``) and
+    each wrong theory of G6, on E1's stored rows (each theory's own ``N_c`` decides which points count)."""
+    with ResultStore(store_path, reuse_other_code=True) as store:
+        rows = stored_if_run(recovery.recovery_configs(quick), store)
+    [chk] = CLAIMS["G6"].checks
+    counts = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        for theory in [None, *chk.wrong_theories()]:
+            with (theory.applied() if theory else contextlib.nullcontext()):
+                result = g6.predictions(Context(quick=quick, out=Path(scratch)), g6.points(rows))
+            decided = [p for p in result if p["decided"]]
+            counts["derived" if theory is None else theory.name] = {
+                prior: (sum(not p["passed"] for p in decided if p["prior"] == prior),
+                        sum(p["prior"] == prior for p in decided)) for prior in ("gaussian", "clusters", "sphere")}
+    return counts
+
+
 def _halving(slope: float) -> str:
     """The factor on N that halves the predicted gap at this local slope: 2^(-1/slope) (never, for a slope >= 0)."""
     return f"{2 ** (-1 / slope):.3g}" if slope < 0 else "never"
@@ -95,7 +117,13 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="read the quick mode's E1 runs (default: full)")
     parser.add_argument("--schedule", nargs="+", default=["log", "power"], choices=["log", "power"])
     parser.add_argument("--figure", type=Path, help="write the figure here (PNG)")
+    parser.add_argument("--wrong-theories", action="store_true",
+                        help="count, per theory, the decided points outside its band, instead of the table")
     args = parser.parse_args(argv)
+    if args.wrong_theories:
+        for theory, per_prior in wrong_theory_counts(args.store, args.quick).items():
+            print(f"{theory}: " + ", ".join(f"{prior} {out}/{n} out" for prior, (out, n) in per_prior.items()))
+        return 0
     result = table(args.store, args.quick, args.schedule)
     if not result:
         parser.error(f"{args.store} holds no E1 two-stage rows of the {'quick' if args.quick else 'full'} mode")

@@ -1,4 +1,4 @@
-"""Where the sphere's predicted gap (question G6) goes wrong: two comparisons the check does not make (reported).
+"""Where the sphere's predicted gap (question G6) goes wrong: four comparisons the check does not make (reported).
 
 ``--large-n N``: the two-stage estimator on the uniform sphere in R^3 (sigma2 = 0.5, ``T = T*``, Euler step 0.05,
 exact kernel sums) at one large ``N`` and ``h2``, a few seeds, its gap to Bayes on 4000 fresh and 4000 in-sample

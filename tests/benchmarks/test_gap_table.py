@@ -44,6 +44,18 @@ def test_the_table_puts_g6s_prediction_beside_the_stored_gaps(tmp_path, capsys):
     assert f"| gaussian | log | 256 | {h2:.4f} | yes |" in capsys.readouterr().out
 
 
+@pytest.mark.slow  # about 15 s: the six theories' predictions at one point
+def test_the_wrong_theories_are_counted_on_the_stored_points(tmp_path):
+    script = load_script("gap_table")
+    h2 = H2Schedule.parse(SCHEDULES["log"][1]).at(256)[0]
+    with ResultStore(tmp_path / "results.sqlite") as store:
+        store.add([{**_row(256, seed, value), "h2": h2, "T": 0.5 / (2 * h2)}
+                   for seed, value in enumerate((0.0095, 0.0097, 0.0099))])
+    counts = script.wrong_theory_counts(tmp_path / "results.sqlite", True)
+    assert counts["derived"]["gaussian"] == (0, 1) and counts["bias term alone"]["gaussian"] == (1, 1)
+    assert len(counts) == 6 and all(c["sphere"] == (0, 0) for c in counts.values())
+
+
 def test_an_empty_store_is_an_error(tmp_path):
     script = load_script("gap_table")
     ResultStore(tmp_path / "empty.sqlite").close()
