@@ -49,7 +49,7 @@ def test_the_wrong_theories_are_counted_on_the_stored_points(tmp_path):
     script = load_script("gap_table")
     h2 = H2Schedule.parse(SCHEDULES["log"][1]).at(256)[0]
     with ResultStore(tmp_path / "results.sqlite") as store:
-        store.add([{**_row(256, seed, value), "h2": h2, "T": 0.5 / (2 * h2)}
+        store.add([{**_row(256, seed, value), "h2": h2, "T": 0.5 / (2 * h2), "oos_gap": value}
                    for seed, value in enumerate((0.0095, 0.0097, 0.0099))])
     counts = script.wrong_theory_counts(tmp_path / "results.sqlite", True)
     assert counts["derived"]["gaussian"] == (0, 1) and counts["bias term alone"]["gaussian"] == (1, 1)
