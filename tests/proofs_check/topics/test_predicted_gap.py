@@ -17,17 +17,14 @@ POINTS = [("gaussian-log", 256, 0.1327), ("gaussian-log", 65536, 0.0663), ("clus
           ("sphere-power", 1024, 0.0884)]
 
 
-def _points(measured=None, spread=1e-3):
-    """Points at E1's designs whose four seeds' gaps (in-sample and fresh) sit at ``measured`` (default the real
-    theory's prediction) times (1 -+ spread)."""
-    out = []
-    for (part, n, h2), value in zip(POINTS, measured or [None] * len(POINTS)):
-        out.append({"part": part, "prior": g6.prior_of(part), "n": n, "h2": h2, "T": SIGMA2 / (2 * h2), "eta": 0.05,
-                    "decided": True, "gap": [], "oos_gap": [], "value": value})
-    return out
+def _points():
+    """E1's points of POINTS, without measurements (:func:`_with_measured` adds them)."""
+    return [{"part": part, "prior": g6.prior_of(part), "n": n, "h2": h2, "T": SIGMA2 / (2 * h2), "eta": 0.05,
+             "decided": True, "gap": [], "oos_gap": []} for part, n, h2 in POINTS]
 
 
 def _with_measured(points, values, spread=1e-3):
+    """The points with four seeds' gaps (in-sample and fresh) at each value times (1 -+ spread)."""
     for p, v in zip(points, values):
         p["gap"] = p["oos_gap"] = [v * (1 - spread), v * (1 + spread), v * (1 - spread), v * (1 + spread)]
     return points
