@@ -13,7 +13,7 @@ from functools import lru_cache
 import numpy as np
 import sympy as sp
 
-__all__ = ["check_positive", "check_real", "evaluate"]
+__all__ = ["check_count", "check_positive", "check_real", "check_step", "evaluate"]
 
 
 def check_real(value, name: str) -> float:
@@ -36,6 +36,20 @@ def check_positive(value, name: str) -> float:
     if value <= 0:
         raise ValueError(f"{name} == {value}, must be > 0")
     return value
+
+
+def check_step(value, name: str = "eta") -> float:
+    """Return ``value`` as a float, or raise ``ValueError`` naming it unless it is a finite step in (0, 1]."""
+    if not np.isfinite(value) or not 0 < value <= 1:
+        raise ValueError(f"{name} == {value!r} must lie in (0, 1]")
+    return float(value)
+
+
+def check_count(value, name: str, least: int) -> int:
+    """Return ``value`` as an int, or raise ``ValueError`` naming it unless it is an integer >= ``least``."""
+    if int(value) != value or value < least:
+        raise ValueError(f"{name} == {value!r} must be an integer >= {least}")
+    return int(value)
 
 
 def _is_symbolic(value) -> bool:

@@ -52,6 +52,7 @@ import numpy as np
 from scipy import special
 
 from . import depth_noise, second_order, stability
+from ._evaluate import check_count, check_step
 
 __all__ = ["bias", "gaussian_bias", "gain", "inverse_effective_tokens", "mean_field_bias", "predicted_gap", "variance"]
 
@@ -148,8 +149,7 @@ def gaussian_bias(tau2, sigma2, h2, T, eta) -> float:
 
     .. math:: B = (\tau^2 + \sigma^2)\Big(\frac{s}{s + \sigma^2} - \frac{\tau^2}{\tau^2 + \sigma^2}\Big)^2.
     """
-    if not np.isfinite(eta) or not 0 < eta <= 1:
-        raise ValueError(f"eta == {eta!r} must lie in (0, 1]")
+    check_step(eta)
     if not np.isfinite(T) or T < 0:
         raise ValueError(f"T == {T!r} must be finite and >= 0")
     layers = max(1, int(round(T / eta)))
@@ -178,15 +178,14 @@ def gain(a, sigma2, h2, steps, dim=1):
     dim : int
         Dimension, >= 1.
     """
-    if int(dim) != dim or dim < 1:
-        raise ValueError(f"dim == {dim!r} must be an integer >= 1")
+    dim = check_count(dim, "dim", 1)
     a = np.asarray(a, dtype=float)
     k = np.linspace(0.0, 12.0 / np.sqrt(min(sigma2, h2)), 4001)
     growth = np.ones_like(k)
     rate = stability.growth_rate(k, h2)
     for step in steps:
         growth *= (1 + step * rate) ** 2
-    base = np.exp(-sigma2 * k**2) * k ** (int(dim) - 1)
+    base = np.exp(-sigma2 * k**2) * k ** (dim - 1)
     weight = k[None, :] ** 2 + a.reshape(-1, 1) ** 2
     return (np.trapezoid(weight * base * growth, k, axis=1) / np.trapezoid(weight * base, k, axis=1)).reshape(a.shape)
 
@@ -214,8 +213,7 @@ def variance(weights, means, tau2s, sigma2, h2, T, eta, n) -> tuple[float, float
     weights, means, tau2s, sigma2, h2, depth, s = _check(weights, means, tau2s, sigma2, h2, T)
     if n < 1:
         raise ValueError(f"n == {n!r} must be >= 1")
-    if not np.isfinite(eta) or not 0 < eta <= 1:
-        raise ValueError(f"eta == {eta!r} must lie in (0, 1]")
+    check_step(eta)
     x, p, g, spread, _ = _nadaraya_watson(weights, means, tau2s, sigma2, s)
     spread = spread / g**2 / n
     layers = max(1, int(round(depth / eta))) if depth > 0 else 0
@@ -283,10 +281,8 @@ def mean_field_bias(weights, means, tau2s, sigma2, h2, T, eta, m=MEAN_FIELD_TOKE
         mean at depth 0 and ``T`` (averaged over components).
     """
     weights, means, tau2s, sigma2, h2, depth, _ = _check(weights, means, tau2s, sigma2, h2, T)
-    if not np.isfinite(eta) or not 0 < eta <= 1:
-        raise ValueError(f"eta == {eta!r} must lie in (0, 1]")
-    if int(m) != m or m < 4:
-        raise ValueError(f"m == {m!r} must be an integer >= 4")
+    check_step(eta)
+    m = check_count(m, "m", 4)
     layers = max(1, int(round(depth / eta)))
     step = depth / layers
     x = _grid(means, tau2s + sigma2, sigma2)
@@ -297,7 +293,7 @@ def mean_field_bias(weights, means, tau2s, sigma2, h2, T, eta, m=MEAN_FIELD_TOKE
               / np.sqrt(2 * np.pi * noisy[:, None])).sum(axis=0)
     bayes = x + sigma2 * slope / p
     out = {}
-    for key, count in (("bias", int(m)), ("bias_half", int(m) // 2)):
+    for key, count in (("bias", m), ("bias_half", m // 2)):
         tokens = start = _mixture_quantiles(weights, means, noisy, count)
         for _ in range(layers):
             tokens = tokens + step * (_kernel_mean(tokens, tokens, h2) - tokens)

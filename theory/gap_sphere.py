@@ -30,6 +30,7 @@ import sympy as sp
 from scipy import special
 
 from . import gap
+from ._evaluate import check_count, check_step
 
 __all__ = ["DIM", "MEAN_FIELD_SHELLS", "bayes_radius", "blur_bias_coefficient", "mean_field_bias", "noisy_radial_density",
            "shell_kernel_mean", "variance"]
@@ -136,17 +137,15 @@ def mean_field_bias(radius, sigma2, h2, T, eta, m=MEAN_FIELD_SHELLS) -> dict[str
         :math:`\varepsilon` has :math:`R^2 + 3\varepsilon`).
     """
     radius, sigma2, h2, T = _check(radius, sigma2, h2, T, order_zero=False)
-    if not np.isfinite(eta) or not 0 < eta <= 1:
-        raise ValueError(f"eta == {eta!r} must lie in (0, 1]")
-    if int(m) != m or m < 4:
-        raise ValueError(f"m == {m!r} must be an integer >= 4")
+    check_step(eta)
+    m = check_count(m, "m", 4)
     layers = max(1, int(round(T / eta)))
     step = T / layers
     r = _radial_grid(radius, sigma2)
     p = noisy_radial_density(r, radius, sigma2)
     bayes = bayes_radius(r, radius, sigma2)
     out = {}
-    for key, count in (("bias", int(m)), ("bias_half", int(m) // 2)):
+    for key, count in (("bias", m), ("bias_half", m // 2)):
         shells = start = _radial_quantiles(radius, sigma2, count)
         for _ in range(layers):
             shells = shells + step * (shell_kernel_mean(shells, shells, h2) - shells)
@@ -219,8 +218,7 @@ def variance(radius, sigma2, h2, T, eta, n) -> dict[str, float]:
     radius, sigma2, h2, T = _check(radius, sigma2, h2, T)
     if n < 1:
         raise ValueError(f"n == {n!r} must be >= 1")
-    if not np.isfinite(eta) or not 0 < eta <= 1:
-        raise ValueError(f"eta == {eta!r} must lie in (0, 1]")
+    check_step(eta)
     radii, masses = _refined_shells(radius, sigma2 - 2 * h2 * T)
     r = _radial_grid(radius, sigma2)
     r = r[r > 0]
