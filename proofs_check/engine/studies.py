@@ -40,7 +40,8 @@ from attneb.numerics.sweep.workers import THREAD_VARS, child_environment
 from .plotting import save
 from .shared_pool import in_run, shared_executor
 
-__all__ = ["STUDIES", "Study", "computed", "default_workers", "mode_name", "run_configs", "stored_rows", "study"]
+__all__ = ["STUDIES", "Study", "computed", "default_workers", "mode_name", "run_configs", "store_missing", "stored_rows",
+           "study"]
 
 
 @dataclass(frozen=True)
@@ -173,6 +174,15 @@ def stored_rows(store: sweep.ResultStore, names: list[str]) -> dict[str, list[di
         raise LookupError(f"{store.path} holds no rows of {', '.join(missing)}; run 'attneb verify' "
                           "(with --quick for the quick mode) to compute them")
     return rows
+
+
+def store_missing(store, experiment: str, wanted, run, key, workers: int) -> None:
+    """Compute ``run(*args)`` for every ``args`` of ``wanted`` whose record ``key(*args)`` the open ``store`` lacks under
+    ``experiment`` (with :func:`computed`, in ``workers`` processes), storing each record as it finishes."""
+    done = store.record_keys(experiment)
+    todo = [args for args in wanted if key(*args) not in done]
+    for args, record in computed(todo, run, workers, experiment):
+        store.add_record(experiment, key(*args), record)
 
 
 def computed(todo: list[tuple], run, workers: int, desc: str):

@@ -25,7 +25,7 @@ from attneb.numerics import stats
 from attneb.numerics.sweep import ResultStore
 from attneb.proofs_check.engine.registry import Context, Evidence, alternative, check, claim, swap
 from attneb.proofs_check.engine.replication import plot_study, run_pooled, stored_if_run
-from attneb.proofs_check.engine.studies import computed, mode_name, study
+from attneb.proofs_check.engine.studies import mode_name, store_missing, study
 from attneb.proofs_check.topics.designs import RECOVERY_PRIORS, REGIME, SIGMA2
 from attneb.proofs_check.topics.stage2 import recovery
 from attneb.theory import depth_noise, gap, gap_sphere, stability
@@ -91,10 +91,7 @@ def mean_field_biases(ctx: Context, wanted: list[tuple[str, float, float, float]
     missing = [args for args in dict.fromkeys(wanted) if args not in cache]
     if missing:
         with ResultStore(ctx.store_path) as store:
-            done = store.record_keys(experiment)
-            todo = [args for args in missing if _bias_key(*args) not in done]
-            for args, record in computed(todo, mean_field_bias, ctx.workers, experiment):
-                store.add_record(experiment, _bias_key(*args), record)
+            store_missing(store, experiment, missing, mean_field_bias, _bias_key, ctx.workers)
             records = store.records(experiment)
         cache.update({args: records[_bias_key(*args)] for args in missing})
     return {args: cache[args] for args in wanted}

@@ -24,7 +24,7 @@ from attneb.numerics.sweep import ResultStore
 from attneb.proofs_check.engine.plotting import colour_cycle
 from attneb.proofs_check.engine.registry import Context, Evidence, alternative, check, claim, swap
 from attneb.proofs_check.engine.replication import plot_study
-from attneb.proofs_check.engine.studies import computed, mode_name, study
+from attneb.proofs_check.engine.studies import mode_name, store_missing, study
 from attneb.proofs_check.topics.designs import SIGMA2
 from attneb.theory import second_order
 
@@ -86,10 +86,7 @@ def runs(ctx: Context) -> list[dict]:
     if cache_key not in ctx.cache:
         experiment = mode_name("E8", "runs", ctx.quick)
         with ResultStore(ctx.store_path) as store:
-            done = store.record_keys(experiment)
-            todo = [args for args in wanted if run_key(*args) not in done]
-            for args, record in computed(todo, run_trajectory, ctx.workers, experiment):
-                store.add_record(experiment, run_key(*args), record)
+            store_missing(store, experiment, wanted, run_trajectory, run_key, ctx.workers)
             records = store.records(experiment)
         ctx.cache[cache_key] = [records[run_key(*args)] for args in wanted]
     return ctx.cache[cache_key]

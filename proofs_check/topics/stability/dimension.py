@@ -37,7 +37,7 @@ from attneb.numerics.priors import Gaussian
 from attneb.numerics.sweep import ResultStore, canonical_json
 from attneb.numerics.validation import check_positive, check_positive_int
 from attneb.proofs_check.engine.registry import Context, Evidence, alternative, check, swap
-from attneb.proofs_check.engine.studies import computed, mode_name
+from attneb.proofs_check.engine.studies import mode_name, store_missing
 from attneb.proofs_check.topics.stability.onset import ETA, SIGMA2, TAU2, one_over_e_rate
 from attneb.theory import depth_noise, stability
 
@@ -180,10 +180,8 @@ def _dimension_runs(ctx: Context) -> tuple[list[dict], dict]:
     pool = ctx.pool_seeds(design["seeds"], start=DIM_SEED_START)
     cases = [(d, n) for d, ns in design["n"].items() for n in ns]
     with ResultStore(ctx.store_path) as store:
-        done = store.record_keys(experiment)
-        todo = [(d, n, seed) for seed in pool for d, n in cases if _dimension_key(d, n, seed) not in done]
-        for (d, n, seed), record in computed(todo, run_dimension, ctx.workers, experiment):
-            store.add_record(experiment, _dimension_key(d, n, seed), record)
+        store_missing(store, experiment, [(d, n, seed) for seed in pool for d, n in cases], run_dimension,
+                      _dimension_key, ctx.workers)
         records = store.records(experiment)
     seeds = set(ctx.subsample_seeds(design["seeds"], start=DIM_SEED_START))
     wanted = {_dimension_key(d, n, seed) for d, n in cases for seed in seeds}
@@ -679,13 +677,10 @@ def _threshold_runs(ctx: Context, design: dict, start: int) -> list[dict]:
     """The runs of ``design`` (seeds from ``start``) this replicate decides on: computed where the store lacks them."""
     experiment = mode_name("E3", "threshold", ctx.quick)
     with ResultStore(ctx.store_path) as store:
-        done = store.record_keys(experiment)
         # the largest d first: its runs are the longest
-        todo = [(d, n, seed) for d in sorted(design["n"], reverse=True)
-                for seed in ctx.pool_seeds(design["seeds"][d], start=start) for n in design["n"][d]
-                if _threshold_key(d, n, seed) not in done]
-        for (d, n, seed), record in computed(todo, run_threshold, ctx.workers, experiment):
-            store.add_record(experiment, _threshold_key(d, n, seed), record)
+        wanted = [(d, n, seed) for d in sorted(design["n"], reverse=True)
+                  for seed in ctx.pool_seeds(design["seeds"][d], start=start) for n in design["n"][d]]
+        store_missing(store, experiment, wanted, run_threshold, _threshold_key, ctx.workers)
         records = store.records(experiment)
     wanted = {_threshold_key(d, n, seed) for d, ns in design["n"].items()
               for seed in ctx.subsample_seeds(design["seeds"][d], start=start) for n in ns}

@@ -37,7 +37,7 @@ from attneb.numerics.priors import Gaussian
 from attneb.numerics.sweep import ResultStore, canonical_json
 from attneb.proofs_check.engine.registry import Context, Evidence, alternative, check, swap
 from attneb.proofs_check.engine.replication import plot_study
-from attneb.proofs_check.engine.studies import computed, mode_name
+from attneb.proofs_check.engine.studies import computed, mode_name, store_missing
 from attneb.theory import depth_noise, stability
 
 SIGMA2, TAU2, H2, ETA = 0.5, 1.0, 0.05, 0.05
@@ -119,10 +119,8 @@ def first_version_runs(ctx: Context) -> list[dict]:
     ns, seeds = sizes(ctx.quick)
     experiment = mode_name("E3", "gaussian", ctx.quick)
     with ResultStore(ctx.store_path) as store:
-        done = store.record_keys(experiment)
-        todo = [(n, seed, pred) for n in ns for seed in range(seeds) if _key(n, seed) not in done]
-        for (n, seed, _), record in computed(todo, run_one, ctx.workers, experiment):
-            store.add_record(experiment, _key(n, seed), record)
+        store_missing(store, experiment, [(n, seed, pred) for n in ns for seed in range(seeds)], run_one,
+                      lambda n, seed, _: _key(n, seed), ctx.workers)
         return [r for r in stored_runs(store, ctx.quick) if r["n"] in ns and r["seed"] < seeds]
 
 
