@@ -47,7 +47,7 @@ from attneb.numerics.sweep import H2Schedule, ResultStore
 from attneb.proofs_check.engine.registry import Context, Evidence, alternative, check, swap
 from attneb.proofs_check.engine.replication import plot_study
 from attneb.proofs_check.engine.studies import computed, mode_name
-from attneb.proofs_check.topics.designs import SCHEDULES
+from attneb.proofs_check.topics.designs import FAST, SCHEDULES
 
 SIGMA2 = 0.5
 
@@ -75,14 +75,6 @@ ANNEALED_RATIOS = (1 / 8, 1 / 4, 1 / 2, 1.0, 2.0, 4.0)
 STREAM, SCORED, SELECTION = 0xE7, 0, 1
 
 
-#: The binned path plans its grid anew for every bandwidth and token range (about 0.2 s), more than
-#: an exact kernel sum costs up to this many tokens.
-EXACT_UP_TO = 4096
-
-
-FAST = {"backend": "auto", "tol": 1e-7}
-
-
 ESTIMATORS = ("paper", "fixed", "annealed", "oracle", "ideal")
 
 
@@ -103,26 +95,22 @@ def fixed_ratios(n_layers: int) -> tuple[float, ...]:
     return tuple(r for r in FIXED_RATIOS if r >= 1 / (2 * n_layers))
 
 
-def _options(n: int) -> dict:
-    return {"backend": "exact"} if n <= EXACT_UP_TO else FAST
-
-
 def _contexts(prior_name: str, n: int, role: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return draw_batch(PRIORS[prior_name], SIGMA2, n, [STREAM, role, list(PRIORS).index(prior_name), n, seed])
 
 
 def _fixed(noisy: np.ndarray, h2: float, n_layers: int) -> np.ndarray:
     T = flow.leading_horizon(SIGMA2, h2)
-    return TwoStageDenoiser(SIGMA2, h2, T=T, eta=T / n_layers, **_options(len(noisy))).fit_denoise(noisy)
+    return TwoStageDenoiser(SIGMA2, h2, T=T, eta=T / n_layers, **FAST).fit_denoise(noisy)
 
 
 def _stage_two(noisy: np.ndarray, tokens: np.ndarray) -> np.ndarray:
     """Stage 2 over ``tokens``, queried by the noisy tokens: StageTwoOnly fitted on the refined tokens."""
-    return StageTwoOnly(SIGMA2, **_options(len(noisy))).fit(tokens).denoise(noisy)
+    return StageTwoOnly(SIGMA2, **FAST).fit(tokens).denoise(noisy)
 
 
 def _annealed(noisy: np.ndarray, ratio: float, n_layers: int) -> np.ndarray:
-    return _stage_two(noisy, schedules.annealed_flow(noisy, SIGMA2, n_layers, ratio, **_options(len(noisy))))
+    return _stage_two(noisy, schedules.annealed_flow(noisy, SIGMA2, n_layers, ratio, **FAST))
 
 
 def _gap(denoised: np.ndarray, bayes: np.ndarray) -> float:
@@ -486,7 +474,7 @@ def _fixed_at(noisy: np.ndarray, ratio: float, factor: float, n_layers: int) -> 
     step = factor * flow.leading_horizon(SIGMA2, h2) / n_layers
     tokens = noisy
     for _ in range(n_layers):
-        tokens = tokens + step * flow.velocity(tokens, h2, **_options(len(noisy)))
+        tokens = tokens + step * flow.velocity(tokens, h2, **FAST)
     return _stage_two(noisy, tokens)
 
 
