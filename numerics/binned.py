@@ -92,9 +92,10 @@ locally uniform keys: such queries meet the tolerance four times over.
 
 Tails and far queries. Where :math:`S_0` is small compared with its error bound (far tails:
 sparse keys, where the relative error of a ratio is not controlled, or a grid sum that is
-mostly rounding), the bound exceeds the tolerance. Those queries, and the queries farther than
-``r`` beyond the keys' bounding box (the grid does not reach them), are recomputed with the
-exact :mod:`attneb.numerics.kernels` functions; there are few of them. Every returned value is
+mostly rounding), the bound exceeds the tolerance. Those queries are computed again on a grid planned
+for ``tol`` times :data:`REFINE_TOL` (where that grid is the cheaper for them), and those whose bound
+still exceeds the tolerance, with the queries farther than ``r`` beyond the keys' bounding box (the
+grid does not reach them), are recomputed with the exact :mod:`attneb.numerics.kernels` functions. Every returned value is
 therefore within ``tol`` (times the scale of the quantity) of the exact sum;
 ``full_output=True`` returns the per-query bounds and which queries were recomputed.
 
@@ -131,6 +132,7 @@ __all__ = [
     "BinnedResult",
     "GridPlan",
     "MAX_GRID_CELLS",
+    "REFINE_TOL",
     "kde_score",
     "kernel_logsumexp",
     "kernel_mean",
@@ -158,6 +160,11 @@ AUTO_MIN_PAIRS_1D = 1024**2
 #: (spreading, transforms, interpolation) against 0.7-0.85 ns per pair of the exact path, d <= 2
 #: (``benchmarks/kernels_table.py`` at N = 16384, d = 2, 2 cores); "auto" takes the grid above this ratio.
 AUTO_PAIRS_PER_CELL = 150
+#: Queries whose bound misses the tolerance are computed again on a grid planned for ``tol`` times this before
+#: the exact path takes those still missing it: in 1-D, E2's Stage 2 at N = 65536 (tau2 = 0.25, h2 = 0.25) sent
+#: about 900 tail queries to the exact path (0.56 CPU s); a grid at tol/100 met the tolerance at all of them in
+#: 0.016 s (2-core VM, 2026-11-28).
+REFINE_TOL = 1e-2
 #: Largest zero-padded FFT grid (cells) the binned path builds: 2**23 float64 cells are 64 MiB
 #: per array, and the convolution holds about eight such arrays at once.
 MAX_GRID_CELLS = 2**23
@@ -720,20 +727,45 @@ def _result(values, bound, exact, plan, layout, full_output):
     return BinnedResult(values, bound, exact, plan.tol, plan, layout.origin, layout.shape, layout.fft_shape)
 
 
-def _mean_and_bound(queries, keys, plan):
-    """Kernel mean at the queries, its error bound, and the mask of queries recomputed exactly."""
+def _with_fallback(grid_pass, exact_path, queries, keys, plan, limit):
+    """Values at the queries, their error bounds, the mask of queries computed exactly, and the first grid's layout.
+
+    ``grid_pass(queries, keys, plan, limit)`` returns the grid's values, bounds, the mask of queries whose bound
+    exceeds ``limit`` (or that are off the grid) and the layout. Those queries are computed again on a grid
+    planned for ``tol *`` :data:`REFINE_TOL` (spacing about ``REFINE_TOL ** (1/p)`` times the first's, ``p`` nodes
+    per axis) where :func:`_grid_applies` finds it the cheaper for them, and kept where their bound now meets
+    ``limit``; ``exact_path(queries, keys, h2)`` computes the rest.
+    """
+    values, bound, failed, layout = grid_pass(queries, keys, plan, limit)
+    todo = np.flatnonzero(failed)
+    if todo.size and _grid_applies(todo.size * len(keys), keys, plan.h2, plan.tol * REFINE_TOL, plan.scale,
+                                   plan.target):
+        fine = _plan(plan.dim, plan.h2, plan.tol * REFINE_TOL, plan.scale, plan.target)
+        fine_values, fine_bound, fine_failed, _ = grid_pass(queries[todo], keys, fine, limit)
+        met = todo[~fine_failed]
+        values[met], bound[met], failed[met] = fine_values[~fine_failed], fine_bound[~fine_failed], False
+        todo = todo[fine_failed]
+    if todo.size:
+        values[todo] = exact_path(queries[todo], keys, plan.h2)
+        bound[todo] = 0.0
+    return values, bound, failed, layout
+
+
+def _mean_pass(queries, keys, plan, limit):
     sums = _grid_sums(queries, keys, plan, want_dev=True)
     with np.errstate(divide="ignore", invalid="ignore"):
         margin = sums.s0 - sums.err_s0
         step = sums.dev / sums.s0
         largest = np.abs(step).max(axis=0)
         bound = (sums.err_dev + largest * sums.err_s0) / margin
-    exact = ~sums.inside | ~(margin > 0) | ~(bound <= plan.tol * plan.scale)
-    step[:, exact] = 0.0
-    mean = queries + step.T
-    if exact.any():
-        mean[exact] = kernels.kernel_mean(queries[exact], keys, plan.h2)
-    return mean, np.where(exact, 0.0, bound), exact, sums.layout
+    failed = ~sums.inside | ~(margin > 0) | ~(bound <= limit)
+    step[:, failed] = 0.0
+    return queries + step.T, np.where(failed, 0.0, bound), failed, sums.layout
+
+
+def _mean_and_bound(queries, keys, plan):
+    """Kernel mean at the queries, its error bound, and the mask of queries computed exactly."""
+    return _with_fallback(_mean_pass, kernels.kernel_mean, queries, keys, plan, plan.tol * plan.scale)
 
 
 def kernel_mean(queries, keys, h2, *, tol=1e-9, scale=None, full_output=False):
@@ -744,7 +776,8 @@ def kernel_mean(queries, keys, h2, *, tol=1e-9, scale=None, full_output=False):
 
     The sum of :func:`attneb.numerics.kernels.kernel_mean`, every coordinate within ``tol * scale`` of
     it: the grid values carry the bound of the module docstring, and the queries whose bound
-    exceeds ``tol * scale`` (far tails, queries off the grid) are recomputed exactly.
+    exceeds ``tol * scale`` (far tails, queries off the grid) are computed again on a finer grid
+    or exactly (module docstring).
 
     Parameters
     ----------
@@ -801,16 +834,17 @@ def kde_score(queries, keys, h2, *, tol=1e-9, scale=None, full_output=False):
     return _result((mean - queries) / plan.h2, bound / plan.h2, exact, plan, layout, full_output)
 
 
-def _logsumexp_and_bound(queries, keys, plan):
+def _logsumexp_pass(queries, keys, plan, limit):
     sums = _grid_sums(queries, keys, plan, want_dev=False)
     with np.errstate(divide="ignore", invalid="ignore"):
         bound = -np.log1p(-sums.err_s0 / sums.s0)
         lse = np.log(sums.s0)
-    exact = ~sums.inside | ~(sums.s0 > sums.err_s0) | ~(bound <= plan.tol)
-    lse = np.where(exact, 0.0, lse)
-    if exact.any():
-        lse[exact] = kernels.kernel_logsumexp(queries[exact], keys, plan.h2)
-    return lse, np.where(exact, 0.0, bound), exact, sums.layout
+    failed = ~sums.inside | ~(sums.s0 > sums.err_s0) | ~(bound <= limit)
+    return np.where(failed, 0.0, lse), np.where(failed, 0.0, bound), failed, sums.layout
+
+
+def _logsumexp_and_bound(queries, keys, plan):
+    return _with_fallback(_logsumexp_pass, kernels.kernel_logsumexp, queries, keys, plan, plan.tol)
 
 
 def kernel_logsumexp(queries, keys, h2, *, tol=1e-9, full_output=False):

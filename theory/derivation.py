@@ -513,9 +513,9 @@ def _point_values(lhs, rhs, seed: int) -> tuple[complex, ...] | None:
         sizes = {s: sp.Integer(rng.randint(1, 4)) for s in limits}
         key = frozenset(sizes.items())
         if key not in evaluated:
-            evaluated[key] = lhs.xreplace(sizes).doit(), rhs.xreplace(sizes).doit()
-        left, right = evaluated[key]
-        atoms = sorted(_numeric_atoms(left) | _numeric_atoms(right), key=sp.default_sort_key)
+            left, right = lhs.xreplace(sizes).doit(), rhs.xreplace(sizes).doit()
+            evaluated[key] = left, right, sorted(_numeric_atoms(left) | _numeric_atoms(right), key=sp.default_sort_key)
+        left, right, atoms = evaluated[key]
         point = {a: _random_value(a, rng) for a in atoms}
         a = sp.N(left.xreplace(point), NUMERIC_DIGITS)
         b = sp.N(right.xreplace(point), NUMERIC_DIGITS)

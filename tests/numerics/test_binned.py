@@ -222,6 +222,45 @@ def test_far_queries_use_the_exact_path():
     np.testing.assert_array_equal(res.values, kernels.kernel_mean(far, keys, 0.01))
 
 
+def contracted_tokens_and_noisy_queries(n, seed):
+    """E2's Stage 2 in small: keys N(0, 0.25) (refined tokens), queries N(0, 0.75) (noisy tokens), h2 = sigma2 = 0.5."""
+    rng = np.random.default_rng(seed)
+    return 0.5 * rng.standard_normal((n, 1)), np.sqrt(0.75) * rng.standard_normal((n, 1))
+
+
+@pytest.mark.parametrize("target", ["mean", "log"])
+def test_tail_queries_are_computed_again_on_a_finer_grid(target):
+    keys, queries = contracted_tokens_and_noisy_queries(16384, seed=21)
+    h2, tol = 0.5, (1e-7 if target == "mean" else 1e-9)
+    plan = binned._plan(1, h2, tol, binned._default_scale(keys, h2), target)
+    grid_pass, limit = ((binned._mean_pass, tol * plan.scale) if target == "mean" else (binned._logsumexp_pass, tol))
+    _, _, missed, _ = grid_pass(queries, keys, plan, limit)
+    assert missed.sum() >= 100  # the first grid's bound misses the tolerance in the tails ...
+    if target == "mean":
+        res = binned.kernel_mean(queries, keys, h2, tol=tol, full_output=True)
+        exact = kernels.kernel_mean(queries[missed], keys, h2)
+        error = np.abs(res.values[missed] - exact).max(axis=1)
+    else:
+        res = binned.kernel_logsumexp(queries, keys, h2, tol=tol, full_output=True)
+        error = np.abs(res.values[missed] - kernels.kernel_logsumexp(queries[missed], keys, h2))
+    assert not res.exact.any()  # ... the finer grid meets it at every one of them
+    assert np.all(res.error_bound[missed] > 0) and res.error_bound.max() <= limit
+    assert np.all(error <= res.error_bound[missed] + 1e-14 * max(1.0, plan.scale))
+
+
+def test_the_finer_grid_is_taken_only_where_it_is_the_cheaper():
+    keys, queries = contracted_tokens_and_noisy_queries(4096, seed=22)
+    h2, tol = 0.5, 1e-7
+    plan = binned._plan(1, h2, tol, binned._default_scale(keys, h2), "mean")
+    _, _, missed, _ = binned._mean_pass(queries, keys, plan, tol * plan.scale)
+    # too few pairs for the finer grid to be the cheaper: the exact path takes them
+    assert missed.any() and not binned._grid_applies(missed.sum() * len(keys), keys, h2, tol * binned.REFINE_TOL,
+                                                     plan.scale, "mean")
+    res = binned.kernel_mean(queries, keys, h2, tol=tol, full_output=True)
+    np.testing.assert_array_equal(res.exact, missed)
+    np.testing.assert_array_equal(res.values[missed], kernels.kernel_mean(queries[missed], keys, h2))
+
+
 # --- the tests can fail --------------------------------------------------------------------
 
 
