@@ -93,11 +93,11 @@ locally uniform keys: such queries meet the tolerance four times over.
 Tails and far queries. Where :math:`S_0` is small compared with its error bound (far tails:
 sparse keys, where the relative error of a ratio is not controlled, or a grid sum that is
 mostly rounding), the bound exceeds the tolerance. Those queries are computed again on a grid planned
-for ``tol`` times :data:`REFINE_TOL` (where that grid is the cheaper for them), and those whose bound
-still exceeds the tolerance, with the queries farther than ``r`` beyond the keys' bounding box (the
-grid does not reach them), are recomputed with the exact :mod:`attneb.numerics.kernels` functions. Every returned value is
-therefore within ``tol`` (times the scale of the quantity) of the exact sum;
-``full_output=True`` returns the per-query bounds and which queries were recomputed.
+for ``tol`` times :data:`REFINE_TOL` (where that grid is the cheaper for them); those whose bound still
+exceeds the tolerance, and the queries farther than ``r`` beyond the keys' bounding box (the grid
+does not reach them), are recomputed with the exact :mod:`attneb.numerics.kernels` functions. Every
+returned value is therefore within ``tol`` (times the scale of the quantity) of the exact sum;
+``full_output=True`` returns the per-query bounds and which queries were recomputed exactly.
 
 Three dimensions. The grid has about :math:`(L/\delta + r/\delta)^3` cells for data of range
 ``L``, with :math:`\delta \approx 0.09\sqrt{h_2}` at ``tol = 1e-6`` and :math:`r = 8.6\sqrt{h_2}`:

@@ -248,6 +248,19 @@ def test_tail_queries_are_computed_again_on_a_finer_grid(target):
     assert np.all(error <= res.error_bound[missed] + 1e-14 * max(1.0, plan.scale))
 
 
+def test_queries_the_finer_grid_cannot_meet_go_to_the_exact_path():
+    rng = np.random.default_rng(23)
+    keys = 0.5 * rng.standard_normal((65536, 1))
+    far = np.concatenate([rng.uniform(2, 5, (40, 1)), -rng.uniform(2, 5, (40, 1))])  # 4 to 10 sd out
+    h2, tol = 0.25, 1e-9
+    res = binned.kernel_mean(far, keys, h2, tol=tol, full_output=True)
+    refined = ~res.exact & (res.error_bound > 0)
+    assert refined.any() and res.exact.any()  # some met on the finer grid, the farthest not
+    error = np.abs(res.values - kernels.kernel_mean(far, keys, h2)).max(axis=1)
+    assert np.all(error <= res.error_bound + 1e-14 * res.plan.scale) and res.error_bound.max() <= tol * res.plan.scale
+    assert error[res.exact].max() <= 1e-14 * res.plan.scale
+
+
 def test_the_finer_grid_is_taken_only_where_it_is_the_cheaper():
     keys, queries = contracted_tokens_and_noisy_queries(4096, seed=22)
     h2, tol = 0.5, 1e-7
