@@ -55,7 +55,7 @@ def _verify(args: argparse.Namespace) -> int:
         start_server()  # its server imports the checks beside the imports below
     from .engine.content import load
     from .engine.power import analyse
-    from .engine.report import claim_line, defects, power_line, write_report
+    from .engine.report import claim_line, defects, git_state, power_line, write_report
     from .engine.runner import run
 
     mode = "quick" if args.quick else "full"
@@ -70,7 +70,7 @@ def _verify(args: argparse.Namespace) -> int:
         print(notice, flush=True)
     say = _speaker(args)
     say(f"attneb verify ({mode}): checking claims, one line each as it completes")
-    started = datetime.now(timezone.utc)
+    started, checkout = datetime.now(timezone.utc), git_state()
     start = time.perf_counter()
     cache: dict = {}
     try:
@@ -84,7 +84,7 @@ def _verify(args: argparse.Namespace) -> int:
     power = None
     power_seconds = 0.0
     if args.power:
-        write_report(results, out, quick=args.quick, seconds=seconds, started=started)
+        write_report(results, out, quick=args.quick, seconds=seconds, started=started, git=checkout)
         say(f"power analysis ({mode}): every check under the true theory and each wrong one")
         start = time.perf_counter()
         replicates = {**({"seeds": args.replicates, "subsample": args.replicates} if args.replicates else {}),
@@ -94,7 +94,7 @@ def _verify(args: argparse.Namespace) -> int:
                         on_check=lambda r: say(power_line(r)))
         power_seconds = time.perf_counter() - start
     report = write_report(results, out, quick=args.quick, seconds=seconds, power=power, power_seconds=power_seconds,
-                          started=started)
+                          started=started, git=checkout)
     failed = defects(report)
     answered_no = [c["id"] for c in report["claims"] if c["question"] and c["status"] == "fail"]
     print(f"report: {out / 'report.html'}, report.md and report.json ({report['seconds']:.1f} s"

@@ -34,7 +34,9 @@ def source_fingerprint() -> str:
     The hash is the sha256 of every ``.py`` file of :data:`PACKAGES`, each named by its path
     inside its package (``attneb.numerics/kernels.py``), in sorted order: the same for a wheel
     and an editable install of the same source, different after any change to a source file
-    (comments included). Read once per process.
+    (comments included). Read once per process, when this module is first imported: the fingerprint
+    names the source as it was when the toolkit was loaded, whatever changes on disk while a run goes
+    on, and the processes forked from one that imported it (``verify``'s pool) inherit it.
     """
     digest = hashlib.sha256()
     for name in PACKAGES:
@@ -59,3 +61,6 @@ def reuse_other_code() -> bool:
     if value not in ("0", "1"):
         raise ValueError(f"{REUSE_VARIABLE} == {value!r}; must be '0' or '1'")
     return value == "1"
+
+
+source_fingerprint()  # now, as the toolkit is loaded (see its docstring)

@@ -190,7 +190,8 @@ def _utc(moment: datetime) -> str:
     return moment.astimezone(timezone.utc).isoformat(timespec="seconds")
 
 
-def run_provenance(*, seconds: float, started: datetime | None = None, finished: datetime | None = None) -> dict:
+def run_provenance(*, seconds: float, started: datetime | None = None, finished: datetime | None = None,
+                   git: dict | None = None) -> dict:
     """What produced a report: the layout's :data:`SCHEMA`, the code, its environment, the command and the times.
 
     Parameters
@@ -200,6 +201,9 @@ def run_provenance(*, seconds: float, started: datetime | None = None, finished:
     started, finished : datetime, optional
         When the run started and ended (``finished`` defaults to now). A naive datetime is read as
         local time; both are written in UTC, ISO 8601, to the second.
+    git : dict, optional
+        The checkout's :func:`git_state` when the run started (``attneb verify`` reads it then, so that a
+        commit made during a long run is not named as the code that ran); None: read it now.
     """
     finished = datetime.now(timezone.utc) if finished is None else finished
     started = finished - timedelta(seconds=seconds) if started is None else started
@@ -211,7 +215,7 @@ def run_provenance(*, seconds: float, started: datetime | None = None, finished:
         "schema": SCHEMA,
         "toolkit": attneb.__version__,
         "code": provenance.source_fingerprint(),
-        "git": git_state(),
+        "git": git_state() if git is None else git,
         "python": platform.python_version(),
         "numpy": np.__version__,
         "scipy": scipy.__version__,
@@ -225,18 +229,20 @@ def run_provenance(*, seconds: float, started: datetime | None = None, finished:
 
 def report_dict(results: list[ClaimResult], *, quick: bool, seconds: float,
                 power: list[CheckPower] | None = None, power_seconds: float = 0.0, stored: dict | None = None,
-                previous: dict[tuple[str, str], dict] | None = None, started: datetime | None = None) -> dict:
+                previous: dict[tuple[str, str], dict] | None = None, started: datetime | None = None,
+                git: dict | None = None) -> dict:
     """The JSON report: its ``provenance`` (:func:`run_provenance`), run metadata, one object per claim
     under ``claims``, the coverage map, (after a power analysis) ``power`` and, given ``stored``
     (:func:`stored_code`), which code computed the stored results. A check not run shows its last
     run from ``previous`` (:func:`last_runs`) where there is one.
 
-    ``started`` is when the run began (``attneb verify`` passes it); without it the start is taken
+    ``started`` is when the run began and ``git`` the checkout's state then (``attneb verify`` passes both; see
+    :func:`run_provenance`); without ``started`` the start is taken
     as ``seconds + power_seconds`` before now. ``created``, ``code`` and ``versions`` repeat what
     ``provenance`` says, for the readers of the earlier layout.
     """
     finished = datetime.now(timezone.utc)
-    origin = run_provenance(seconds=seconds + power_seconds, started=started, finished=finished)
+    origin = run_provenance(seconds=seconds + power_seconds, started=started, finished=finished, git=git)
     report = {
         "provenance": origin,
         "tool": "attneb verify",
@@ -414,20 +420,20 @@ def _markdown(report: dict) -> str:
 
 def write_report(results: list[ClaimResult], out: Path, *, quick: bool, seconds: float,
                  power: list[CheckPower] | None = None, power_seconds: float = 0.0,
-                 started: datetime | None = None, derivations: bool = True) -> dict:
+                 started: datetime | None = None, derivations: bool = True, git: dict | None = None) -> dict:
     """Write ``report.json``, ``report.md`` and ``report.html`` into ``out`` (created if needed); return the dict.
 
     The report says which code computed the results stored under ``out`` (:func:`stored_code`);
     a check not run shows its last run from the ``report.json`` it replaces, if that was of the
-    same mode. ``started``: when the run began (see :func:`report_dict`). ``derivations=False``
-    leaves the derivations out of ``report.html`` (:func:`.report_html.write_html`), which
+    same mode. ``started``, ``git``: when the run began and the checkout's state then (see :func:`report_dict`).
+    ``derivations=False`` leaves the derivations out of ``report.html`` (:func:`.report_html.write_html`), which
     otherwise shows those that bear on each claim as MathML.
     """
     out.mkdir(parents=True, exist_ok=True)
     previous = out / "report.json"
     earlier = json.loads(previous.read_text()) if previous.is_file() else {}
     report = report_dict(results, quick=quick, seconds=seconds, power=power, power_seconds=power_seconds,
-                         stored=stored_code(out), started=started,
+                         stored=stored_code(out), started=started, git=git,
                          previous=last_runs(earlier) if earlier.get("mode") == ("quick" if quick else "full") else None)
     (out / "report.json").write_text(json.dumps(report, indent=2, default=float) + "\n")
     (out / "report.md").write_text(_markdown(report))

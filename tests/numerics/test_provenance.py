@@ -188,3 +188,13 @@ def test_the_fingerprint_is_the_sha256_of_the_sources_written_out():
             for path in sorted(files, key=lambda path: path.relative_to(root).as_posix()):
                 digest.update(f"{name}/{path.relative_to(root).as_posix()}\0".encode() + path.read_bytes() + b"\0")
     assert provenance.source_fingerprint() == f"{__import__('attneb').__version__}+src.{digest.hexdigest()[:12]}"
+
+
+def test_the_fingerprint_is_read_when_the_toolkit_is_loaded():
+    """So an edit of the source during a run changes neither this process's label nor its forks'."""
+    import subprocess
+    import sys
+
+    probe = ("from attneb.numerics.sweep import provenance as p; info = p.source_fingerprint.cache_info(); "
+             "assert (info.misses, info.hits) == (1, 0), info")
+    subprocess.run([sys.executable, "-c", probe], check=True)

@@ -136,3 +136,19 @@ def test_the_report_names_the_commit_of_the_source_it_was_imported_from():
     head = subprocess.run(["git", "-C", str(source), "rev-parse", "HEAD"], capture_output=True, text=True,
                           check=True).stdout.strip()
     assert git_state()["commit"] == head == run_provenance(seconds=0.0)["git"]["commit"]
+
+
+def test_verify_names_the_checkout_as_it_was_when_the_run_began(tmp_path, monkeypatch):
+    """A commit made while a long run goes on is not named as the code that ran: verify reads git when it starts."""
+    from attneb.proofs_check import cli
+    from attneb.proofs_check.engine import runner
+
+    ran = []
+    monkeypatch.setattr(report_module, "git_state", lambda *args: {"commit": "later", "dirty": True} if ran
+                        else {"commit": "at-the-start", "dirty": False})
+    monkeypatch.setattr(runner, "run", lambda *args, **kwargs: ran.append(True) or [])
+    assert cli.main(["verify", "--quick", "--workers", "1", "--out", str(tmp_path)]) == 0
+    written = json.loads((tmp_path / "report.json").read_text())
+    assert written["provenance"]["git"] == {"commit": "at-the-start", "dirty": False}
+    assert run_provenance(seconds=1.0, git={"commit": "given", "dirty": True})["git"] == {"commit": "given",
+                                                                                          "dirty": True}
