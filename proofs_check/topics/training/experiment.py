@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import defaultdict
+from functools import lru_cache
 
 import numpy as np
 from scipy import stats as scipy_stats
@@ -126,11 +127,13 @@ def _contexts_of(prior: Prior, sigma2: float, count: int, rng) -> tuple[np.ndarr
     return clean, clean + np.sqrt(sigma2) * rng.standard_normal(clean.shape)
 
 
+@lru_cache(maxsize=None)
 def tuned_construction(prior_name: str, dim: int, sigma2: float) -> tuple[float, float]:
     """The construction's Stage-1 ``(h2, eta)`` of least risk on :data:`TUNING_CONTEXTS` contexts of their own.
 
     Over ``h2 = sigma2 x`` :data:`TUNING_H2` and :data:`TUNING_ETA` at ``L = N_LAYERS``, Stage 2 at
-    ``sigma2``; the tuning contexts come from a stream of their own (neither training nor evaluation).
+    ``sigma2``; the tuning contexts come from a stream of their own (neither training nor evaluation), so the
+    answer depends on the case alone and is computed once per case and process (every seed's run reads it).
     """
     prior = make_prior(prior_name, dim)
     clean, noisy = _contexts_of(prior, sigma2, TUNING_CONTEXTS,

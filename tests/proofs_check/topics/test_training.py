@@ -187,6 +187,7 @@ def test_tuned_construction_is_the_best_grid_point_and_reproducible(monkeypatch)
     seen = []
     real = experiment._contexts_of
     monkeypatch.setattr(experiment, "_contexts_of", lambda *args: seen.append(real(*args)) or seen[-1])
+    experiment.tuned_construction.cache_clear()  # scored afresh here, not read from an earlier test's call
     h2, eta = experiment.tuned_construction("two-cluster", 1, 0.5)
     [(clean, noisy)] = seen  # the tuning contexts it scored
     assert noisy.shape == (experiment.TUNING_CONTEXTS, experiment.N_TOKENS, 1)
@@ -196,7 +197,11 @@ def test_tuned_construction_is_the_best_grid_point_and_reproducible(monkeypatch)
     # the least risk is decided: the next grid point's risk is higher by far more than rounding (1e-12)
     assert risks[runner_up] - risks[best] > 1e-6 * risks[best]
     assert (h2, eta) == best
+    experiment.tuned_construction.cache_clear()
     assert experiment.tuned_construction("two-cluster", 1, 0.5) == (h2, eta)
+    assert len(seen) == 2  # scored again from the same contexts, not read from the cache
+    experiment.tuned_construction("two-cluster", 1, 0.5)
+    assert len(seen) == 2  # every later seed of the case reads the cache
 
 
 @pytest.mark.parametrize("kind", ["scalar", "matrix"])
