@@ -26,7 +26,7 @@ resumes). Seeding is deterministic: row ``r``'s generator is ``default_rng([seed
 
 Methods (``--only``): ``mean_interval``, ``seed_slopes``, ``loglog_slope``, ``linear_fit``, ``floor_fit``,
 ``depth_minimisers``, ``risk_z``, ``binomtest``; the replacements ``floor_fit_t``, ``group_slopes_interval``,
-``geometric_mean_interval``, ``control_variate_interval``; ``all`` (default).
+``geometric_mean_interval``, ``control_variate_interval``, ``controlled_mean_interval``; ``all`` (default).
 """
 
 from __future__ import annotations
@@ -162,6 +162,57 @@ def t_rows_generic() -> list[Row]:
                         "mean]", "quick/full", s, 0.95, "both", f"geometric mean {math.exp(-log_sd**2 / 2):.4f}",
                         f"as the t row: i.i.d. lognormal ratios, log-sd {log_sd}", run_geometric))
     return rows
+
+
+#: S1's threshold runs (the geometric-mean check's seeds 4000-4019, full design; d = 3: seeds 4000-4007), per (d, N):
+#: standard deviations of log N eps^2(0) and log N eps^2(T*) over seeds, and their correlation.
+S1_PILOT_LOG = {(1, 2048): (0.62, 0.56, 0.84), (1, 4096): (0.67, 0.76, 0.81), (1, 8192): (0.47, 0.63, 0.68),
+                (1, 16384): (0.53, 0.76, 0.71), (2, 8192): (0.33, 0.38, 0.86), (2, 16384): (0.28, 0.32, 0.71),
+                (2, 32768): (0.29, 0.30, 0.71), (2, 65536): (0.31, 0.29, 0.84), (3, 25600): (0.14, 0.15, 0.77)}
+
+
+def s1_control_row(d: int, mode: str, target: str) -> Row:
+    """S1's control-variate check: coverage of its interval of the mean adjusted ratio (``target="ratio"``; truth 0.8)
+    or of the d = 2 slope of log Z (``"slope"``; every N given the same law, truth 0), computed by
+    ``dimension.decide_threshold`` with the check's coefficients on runs whose (N eps^2(0), N eps^2(T*)) are
+    bivariate lognormal per N with the pilot's spreads and correlation, independent across N and seeds, N eps^2(0)
+    of mean ``depth_zero_coefficient(d)`` (the known mean the check subtracts)."""
+    from attneb.proofs_check.topics.stability import dimension
+
+    design = dimension.control_design(mode == "quick")
+    ns, seeds = design["n"][d], design["seeds"][d]
+    params = {n: S1_PILOT_LOG[(d, n)] for n in ns}
+    if target == "slope":
+        pooled = tuple(round(float(np.mean([params[n][i] for n in ns])), 3) for i in range(3))
+        params = {n: pooled for n in ns}
+    one = {"n": {d: ns}, "seeds": {d: seeds}, "slope": {d: 1.0} if target == "slope" else {}}
+    horizon = dimension._dimension_layers() * dimension.ETA
+    theory = {n: n * dimension.predicted_fluctuation(d, n, horizon) for n in ns}
+    mean_x, ratio = dimension.depth_zero_coefficient(d), 0.8
+    truth = ratio if target == "ratio" else 0.0
+
+    def run(rng, trials):
+        results = []
+        for _ in range(trials):
+            runs = []
+            for n in ns:
+                sx, sy, rho = params[n]
+                z = rng.standard_normal((seeds, 2))
+                log_x = sx * z[:, 0] - sx**2 / 2 + math.log(mean_x)
+                log_y = (sy * (rho * z[:, 0] + math.sqrt(1 - rho**2) * z[:, 1]) - sy**2 / 2
+                         + math.log(ratio * theory[n]))
+                runs += [{"d": d, "n": n, "seed": i, "fluctuation": [math.exp(a) / n, math.exp(b) / n]}
+                         for i, (a, b) in enumerate(zip(log_x, log_y))]
+            row = dimension.decide_threshold(runs, one, stats.mean_interval, dimension.CONTROL_COEFFICIENT)["rows"][d]
+            low, high = row[target][1:]
+            results.append(covered(low, high, truth, "both"))
+        return tally(results)
+
+    what = "mean adjusted ratio 0.8" if target == "ratio" else "slope 0 (the same law at every N)"
+    return Row(f"control-s1-{target}-d{d}-{mode}", "controlled_mean_interval",
+               f"S1 E3 control variate: {target} (d = {d})", mode, seeds, 0.95, "both", what,
+               f"bivariate lognormal (N eps^2(0), N eps^2(T*)) per N, the pilot's log-sds and correlation "
+               f"{params}", run)
 
 
 #: C8 scope, paired rise gap(N_max) - gap(N_best): clusters on h2 = 0.5 N^-1/4, the quick pool of 12 seeds:
@@ -693,6 +744,8 @@ def all_rows() -> list[Row]:
     rows += [c10_row(*case) for case in C10_CASES]
     rows.append(c10_replacement_row(*C10_CASES[1]))
     rows += [binom_row("quick", 45), binom_row("full", 210)]
+    rows += [s1_control_row(1, "quick", "ratio"), s1_control_row(2, "quick", "ratio"), s1_control_row(2, "full", "ratio"),
+             s1_control_row(3, "full", "ratio"), s1_control_row(2, "quick", "slope"), s1_control_row(2, "full", "slope")]
     return rows
 
 

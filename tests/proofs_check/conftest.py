@@ -28,10 +28,12 @@ def small_experiments(monkeypatch):
     shrink_training(monkeypatch)
     shrink_schedules(monkeypatch)
     shrink_heavy_tails(monkeypatch)
-    # S1's two threshold checks: 2-D runs at N = 8192 (2.4 N_c(2); below N_c the ratio falls out of its band), 6
+    # S1's threshold checks: 2-D runs at N = 8192 (2.4 N_c(2); below N_c the ratio falls out of its band), 6
     # seeds, the same runs for both (seeds from 3000: 6 s); their slope tests need several N and many seeds (quick:
     # 40 2-D runs, 70 s): decided on synthetic runs in test_dimension_checks.py, not here
     small = {"n": {2: [8192]}, "seeds": {2: 6}, "slope": {}}
     monkeypatch.setattr(dimension, "threshold_design", lambda quick: small)
     monkeypatch.setattr(dimension, "successor_design", lambda quick: small)
+    monkeypatch.setattr(dimension, "control_design", lambda quick: small)
     monkeypatch.setattr(dimension, "SUCCESSOR_SEED_START", dimension.THRESHOLD_SEED_START)
+    monkeypatch.setattr(dimension, "CONTROL_SEED_START", dimension.THRESHOLD_SEED_START)

@@ -28,6 +28,7 @@ PILOT = {1: 0.78, 2: 0.78, 3: 0.81}
 SCATTER = {1: 0.73, 2: 0.33, 3: 0.16}
 #: The modules' designs and the successor's first seed (conftest.py shrinks them inside every test).
 FIRST, SUCCESSOR, SUCCESSOR_SEED_START = dimension.threshold_design, dimension.successor_design, dimension.SUCCESSOR_SEED_START
+CONTROL = dimension.control_design
 
 
 def registered(func):
@@ -194,7 +195,7 @@ def test_the_geometric_successor_replaces_the_mean_one_on_the_same_runs():
     """The seeds-from-4000 check is superseded (its mean's interval undercovers at 8 seeds); its successor decides the
     geometric mean of the same ratios, and the log-scale interval is the geometric one, not the mean's."""
     old, new = registered(dimension.threshold_successor), registered(dimension.threshold_successor_geometric)
-    assert not old.gating and old.note.startswith(f"superseded by '{new.name.split(':')[0]}'") and new.gating
+    assert not old.gating and old.note.startswith(f"superseded by '{new.name.split(':')[0]}'")
     assert "log(ratio)" in new.criterion and "log(ratio)" not in old.criterion
     design = SUCCESSOR(False)
     runs = synthetic_runs(design, seed=3)
@@ -218,6 +219,107 @@ def test_the_successors_decision_fails_off_band_ratios_a_tilt_and_a_threshold_fa
     assert not swapped["checks"]["N_c increases with d"]
 
 
+#: The pilot's spreads of log N eps^2(0) and log N eps^2(T*) and their correlation per d (seeds 4000-4019; d = 3:
+#: 4000-4007), as the calibration's rows take them per N (benchmarks/calibration.py, S1_PILOT_LOG), pooled over N.
+CONTROL_PILOT = {1: (0.57, 0.68, 0.76), 2: (0.30, 0.32, 0.78), 3: (0.14, 0.15, 0.77)}
+
+
+def controlled_runs(design, ratio=PILOT, seed=0, pilot=CONTROL_PILOT, zero_mean=None):
+    """Runs whose (N eps^2(0), N eps^2(T*)) are bivariate lognormal: means ``zero_mean[d]`` (default: the exact
+    mean, depth_zero_coefficient) and ``ratio[d]`` x the linear theory, the pilot's log-sds and correlation."""
+    rng = np.random.default_rng(seed)
+    horizon = dimension._dimension_layers() * onset.ETA
+    runs = []
+    for d, ns in design["n"].items():
+        sx, sy, rho = pilot[d]
+        mean_x = dimension.depth_zero_coefficient(d) if zero_mean is None else zero_mean[d]
+        for n in ns:
+            mean_y = ratio[d] * n * dimension.predicted_fluctuation(d, n, horizon)
+            for s in range(design["seeds"][d]):
+                z0, z1 = rng.standard_normal(2)
+                x = mean_x * math.exp(sx * z0 - sx**2 / 2)
+                y = mean_y * math.exp(sy * (rho * z0 + math.sqrt(1 - rho**2) * z1) - sy**2 / 2)
+                runs.append({"d": d, "n": n, "seed": s, "fluctuation": [x / n, y / n]})
+    return runs
+
+
+def test_the_depth_zero_mean_is_the_linear_theory_at_depth_zero_and_the_mean_of_real_draws():
+    for d in (1, 2, 3):  # the linear theory's integral at t = 0 is (4 pi h2)^(-d/2), by Simpson's rule there
+        assert dimension.depth_zero_coefficient(d) == pytest.approx(
+            1024 * dimension.predicted_fluctuation(d, 1024, 0.0), rel=1e-6)
+    # N eps^2(0) of 150 sets of 1024 i.i.d. N(0, 1.5 I) tokens in 2-D (exact KDE at the check's probes; the mean holds
+    # for every N): its 99.9% interval holds the exact mean and excludes it x 0.85 and x 1.15
+    rng = np.random.default_rng(11)
+    s = dimension.TAU2 + dimension.SIGMA2
+    probes = np.sqrt(s) * dimension.dimension_probes(2)
+    values = []
+    for _ in range(150):
+        tokens = np.sqrt(s) * rng.standard_normal((1024, 2))
+        ratio = np.exp(dimension.kernels.log_kde(probes, tokens, dimension.DIM_H2)
+                       - dimension._log_gaussian(probes, s + dimension.DIM_H2))
+        values.append(1024 * np.mean((ratio - 1) ** 2))
+    interval = stats.mean_interval(values, level=0.999)
+    exact = dimension.depth_zero_coefficient(2)
+    assert interval.low <= exact <= interval.high
+    assert interval.high < 1.15 * exact and interval.low > 0.85 * exact
+
+
+def test_the_control_variate_keeps_the_mean_and_narrows_the_interval():
+    design = CONTROL(False)
+    runs = controlled_runs(design, seed=4)
+    plain = dimension.decide_threshold(runs, design)
+    controlled = dimension.decide_threshold(runs, design, stats.mean_interval, dimension.CONTROL_COEFFICIENT)
+    unadjusted = dimension.decide_threshold(runs, design, stats.mean_interval, {1: 0.0, 2: 0.0, 3: 0.0})
+    assert unadjusted["rows"] == plain["rows"]
+    replicates = [controlled_runs(design, seed=50 + k) for k in range(30)]
+    for d in (1, 2, 3):  # the per-seed ratios' scatter, averaged over 30 replicates of the design
+        spread = {name: np.mean([np.std(dimension.decide_threshold(r, design, stats.mean_interval, control)["rows"][d]
+                                         ["ratios"], ddof=1) for r in replicates])
+                  for name, control in (("plain", None), ("controlled", dimension.CONTROL_COEFFICIENT))}
+        assert spread["controlled"] < 0.8 * spread["plain"], (d, spread)
+    # on 150 replicates of the design the adjusted mean ratio is unbiased for the truth
+    decisions = [dimension.decide_threshold(controlled_runs(design, seed=100 + k), design, stats.mean_interval,
+                                            dimension.CONTROL_COEFFICIENT) for k in range(150)]
+    for d, truth in PILOT.items():
+        means = [decision["rows"][d]["ratio"][0] for decision in decisions]
+        assert np.mean(means) == pytest.approx(truth, abs=4 * np.std(means) / np.sqrt(len(means)))
+    # a wrong known mean of the control (x 1.2) moves the ratio by b_d x 0.2 x that mean / the theory
+    shifted = dimension.decide_threshold(controlled_runs(design, seed=4, zero_mean={
+        d: 1.2 * dimension.depth_zero_coefficient(d) for d in (1, 2, 3)}), design, stats.mean_interval,
+        dimension.CONTROL_COEFFICIENT)
+    horizon = dimension._dimension_layers() * onset.ETA
+    for d in (2, 3):
+        theory = np.mean([n * dimension.predicted_fluctuation(d, n, horizon) for n in design["n"][d]])
+        expected = dimension.CONTROL_COEFFICIENT[d] * 0.2 * dimension.depth_zero_coefficient(d) / theory
+        assert controlled["rows"][d]["ratio"][0] - shifted["rows"][d]["ratio"][0] == pytest.approx(
+            expected, rel=0.6)
+
+
+@pytest.mark.parametrize("quick", [True, False], ids=["quick", "full"])
+def test_the_control_variate_check_rejects_every_theory_and_data_alternative_on_runs_like_the_pilots(quick):
+    chk = registered(dimension.threshold_control_variate)
+    assert chk.replication == "subsample" and chk.criterion == dimension.CONTROL_CRITERION and chk.gating
+    design = CONTROL(quick)
+    assert design["seeds"] == ({1: 20, 2: 8} if quick else {1: 20, 2: 8, 3: 5})
+    decide = lambda runs: dimension.decide_threshold(runs, design, stats.mean_interval, dimension.CONTROL_COEFFICIENT)
+    # size at most 0.05 on 200 pilot-like replicates
+    assert sum(not decide(controlled_runs(design, seed=r))["passed"] for r in range(200)) <= 10
+    runs = controlled_runs(design, seed=1)
+    assert decide(runs)["passed"]
+    assert [a.name for a in chk.wrong_theories()] == [a.name for a in registered(
+        dimension.threshold_successor_geometric).wrong_theories()]
+    for wrong in chk.wrong_theories():
+        if wrong.kind != "implementation":
+            with wrong.applied():
+                assert not decide(runs)["passed"], wrong.name
+
+
+def test_the_geometric_check_is_superseded_by_the_control_variate_check():
+    old, new = registered(dimension.threshold_successor_geometric), registered(dimension.threshold_control_variate)
+    assert not old.gating and old.note.startswith(f"superseded by '{new.name.split(':')[0]}'")
+    assert "N eps^2(0)" in new.criterion and "from 5000" in new.criterion
+
+
 def test_the_first_check_is_superseded_and_keeps_its_criterion():
     first, successor = registered(dimension.threshold_confirmatory), registered(dimension.threshold_successor)
     assert not first.gating and first.criterion == dimension.THRESHOLD_CRITERION and "size 1" in first.note
@@ -233,22 +335,24 @@ def test_a_run_measures_what_the_first_check_measures():
     assert new["depths"] == pytest.approx([0.0, old["depths"][-1]])
 
 
-def test_a_growth_rate_without_damping_fails_both_threshold_checks(tmp_path, monkeypatch):
+def test_a_growth_rate_without_damping_fails_every_threshold_check(tmp_path, monkeypatch):
     """lambda = h2 k^2 (verify's S1 breakage): the predicted N eps^2(T*) explodes, measured / theory falls to ~1e-34.
 
     Real runs (3 seeds of N = 2048 in d = 1, shared by the two checks: 0.6 s); the truth's per-seed ratios are
     about 0.78 x a lognormal of scatter 0.73 (pilot), whose mean's interval never lies below 0.01."""
     monkeypatch.setattr(dimension, "threshold_design", lambda quick: {"n": {1: [2048]}, "seeds": {1: 3}, "slope": {}})
     monkeypatch.setattr(dimension, "successor_design", dimension.threshold_design)
+    monkeypatch.setattr(dimension, "control_design", dimension.threshold_design)
     monkeypatch.setattr(stability, "growth_rate", lambda k, h2: h2 * k**2)
     ctx = Context(quick=True, out=tmp_path)
-    for func in (dimension.threshold_confirmatory, dimension.threshold_successor, dimension.threshold_successor_geometric):
+    for func in (dimension.threshold_confirmatory, dimension.threshold_successor, dimension.threshold_successor_geometric,
+                 dimension.threshold_control_variate):
         evidence = func(ctx)
         assert not evidence.passed and evidence.data["rows"]["1"]["ratio"][2] < 0.01, func.__name__
 
 
 @pytest.mark.slow  # 2-D runs at N = 4096 and 8192, 3 seeds: about 5 s
-def test_a_broken_stage_one_fails_both_threshold_checks(tmp_path, monkeypatch):
+def test_a_broken_stage_one_fails_every_threshold_check(tmp_path, monkeypatch):
     """Stage 1 to T*/2: the tokens' spread misses the mean field's at T*, a bias whatever N, so N eps^2 grows
     with N (slope about 1; the truth's per-seed slopes scatter about 0 by about 0.7 on these two N)."""
     real = flow.particle_flow
@@ -256,8 +360,10 @@ def test_a_broken_stage_one_fails_both_threshold_checks(tmp_path, monkeypatch):
     design = {"n": {2: [4096, 8192]}, "seeds": {2: 3}, "slope": {2: 0.3}}
     monkeypatch.setattr(dimension, "threshold_design", lambda quick: design)
     monkeypatch.setattr(dimension, "successor_design", dimension.threshold_design)
+    monkeypatch.setattr(dimension, "control_design", dimension.threshold_design)
     ctx = Context(quick=True, out=tmp_path)
-    for func in (dimension.threshold_confirmatory, dimension.threshold_successor, dimension.threshold_successor_geometric):
+    for func in (dimension.threshold_confirmatory, dimension.threshold_successor, dimension.threshold_successor_geometric,
+                 dimension.threshold_control_variate):
         evidence = func(ctx)
         assert not evidence.passed and "slope of log(N eps^2) on log N" in evidence.summary.split("FAILED")[1]
         assert min(evidence.data["rows"]["2"]["slopes"]) > 0.5
