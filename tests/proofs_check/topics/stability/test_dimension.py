@@ -307,11 +307,33 @@ def test_the_control_variate_check_rejects_every_theory_and_data_alternative_on_
     runs = controlled_runs(design, seed=1)
     assert decide(runs)["passed"]
     assert [a.name for a in chk.wrong_theories()] == [a.name for a in registered(
-        dimension.threshold_successor_geometric).wrong_theories()]
+        dimension.threshold_successor_geometric).wrong_theories()] + [dimension.BOTH_DEPTHS_ALTERNATIVE.name]
     for wrong in chk.wrong_theories():
-        if wrong.kind != "implementation":
+        if wrong.kind != "implementation" and wrong.name != dimension.BOTH_DEPTHS_ALTERNATIVE.name:
             with wrong.applied():
                 assert not decide(runs)["passed"], wrong.name
+    # eps^2 x 1.5 at both depths: the adjustment cancels most of it (the depth-0 check rejects it)
+    with dimension.BOTH_DEPTHS_ALTERNATIVE.applied():
+        assert not dimension.decide_depth_zero(runs)["passed"]
+
+
+@pytest.mark.parametrize("quick", [True, False], ids=["quick", "full"])
+def test_the_depth_zero_check_passes_the_exact_mean_and_rejects_its_wrong_theories(quick):
+    chk = registered(dimension.depth_zero_control)
+    assert chk.gating and chk.replication == "subsample" and chk.criterion == dimension.DEPTH_ZERO_CRITERION
+    design = CONTROL(quick)
+    assert sum(not dimension.decide_depth_zero(controlled_runs(design, seed=r))["passed"] for r in range(200)) <= 10
+    runs = controlled_runs(design, seed=2)
+    decided = dimension.decide_depth_zero(runs)
+    assert decided["passed"] and len(decided["values"]) == sum(design["seeds"].values())
+    assert len(chk.wrong_theories()) == 3
+    for wrong in chk.wrong_theories():
+        with wrong.applied():
+            assert not dimension.decide_depth_zero(runs)["passed"], wrong.name
+    # a control whose runs average 1.4 x the exact mean fails too (beyond the 25% band)
+    inflated = controlled_runs(design, seed=2, zero_mean={d: 1.4 * dimension.depth_zero_coefficient(d)
+                                                          for d in design["n"]})
+    assert not dimension.decide_depth_zero(inflated)["passed"]
 
 
 def test_the_geometric_check_is_superseded_by_the_control_variate_check():
