@@ -271,15 +271,15 @@ def test_the_control_variate_keeps_the_mean_and_narrows_the_interval():
     controlled = dimension.decide_threshold(runs, design, stats.mean_interval, dimension.CONTROL_COEFFICIENT)
     unadjusted = dimension.decide_threshold(runs, design, stats.mean_interval, {1: 0.0, 2: 0.0, 3: 0.0})
     assert unadjusted["rows"] == plain["rows"]
-    replicates = [controlled_runs(design, seed=50 + k) for k in range(30)]
-    for d in (1, 2, 3):  # the per-seed ratios' scatter, averaged over 30 replicates of the design
+    replicates = [controlled_runs(design, seed=50 + k) for k in range(20)]
+    for d in (1, 2, 3):  # the per-seed ratios' scatter, averaged over 20 replicates of the design
         spread = {name: np.mean([np.std(dimension.decide_threshold(r, design, stats.mean_interval, control)["rows"][d]
                                          ["ratios"], ddof=1) for r in replicates])
                   for name, control in (("plain", None), ("controlled", dimension.CONTROL_COEFFICIENT))}
         assert spread["controlled"] < 0.8 * spread["plain"], (d, spread)
-    # on 150 replicates of the design the adjusted mean ratio is unbiased for the truth
+    # on 100 replicates of the design the adjusted mean ratio is unbiased for the truth
     decisions = [dimension.decide_threshold(controlled_runs(design, seed=100 + k), design, stats.mean_interval,
-                                            dimension.CONTROL_COEFFICIENT) for k in range(150)]
+                                            dimension.CONTROL_COEFFICIENT) for k in range(100)]
     for d, truth in PILOT.items():
         means = [decision["rows"][d]["ratio"][0] for decision in decisions]
         assert np.mean(means) == pytest.approx(truth, abs=4 * np.std(means) / np.sqrt(len(means)))
@@ -302,8 +302,8 @@ def test_the_control_variate_check_rejects_every_theory_and_data_alternative_on_
     design = CONTROL(quick)
     assert design["seeds"] == ({1: 20, 2: 8} if quick else {1: 20, 2: 8, 3: 5})
     decide = lambda runs: dimension.decide_threshold(runs, design, stats.mean_interval, dimension.CONTROL_COEFFICIENT)
-    # size at most 0.05 on 200 pilot-like replicates
-    assert sum(not decide(controlled_runs(design, seed=r))["passed"] for r in range(200)) <= 10
+    # size at most 0.05 on 100 pilot-like replicates
+    assert sum(not decide(controlled_runs(design, seed=r))["passed"] for r in range(100)) <= 5
     runs = controlled_runs(design, seed=1)
     assert decide(runs)["passed"]
     assert [a.name for a in chk.wrong_theories()] == [a.name for a in registered(
@@ -322,7 +322,7 @@ def test_the_depth_zero_check_passes_the_exact_mean_and_rejects_its_wrong_theori
     chk = registered(dimension.depth_zero_control)
     assert chk.gating and chk.replication == "subsample" and chk.criterion == dimension.DEPTH_ZERO_CRITERION
     design = CONTROL(quick)
-    assert sum(not dimension.decide_depth_zero(controlled_runs(design, seed=r))["passed"] for r in range(200)) <= 10
+    assert sum(not dimension.decide_depth_zero(controlled_runs(design, seed=r))["passed"] for r in range(100)) <= 5
     runs = controlled_runs(design, seed=2)
     decided = dimension.decide_depth_zero(runs)
     assert decided["passed"] and len(decided["values"]) == sum(design["seeds"].values())
