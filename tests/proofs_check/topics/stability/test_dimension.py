@@ -302,8 +302,8 @@ def test_the_control_variate_check_rejects_every_theory_and_data_alternative_on_
     design = CONTROL(quick)
     assert design["seeds"] == ({1: 20, 2: 8} if quick else {1: 20, 2: 8, 3: 5})
     decide = lambda runs: dimension.decide_threshold(runs, design, stats.mean_interval, dimension.CONTROL_COEFFICIENT)
-    # size at most 0.05 on 100 pilot-like replicates
-    assert sum(not decide(controlled_runs(design, seed=r))["passed"] for r in range(100)) <= 5
+    # size at most 0.05 on 300 pilot-like replicates (on 1000: 0.025 quick, 0.014 full)
+    assert sum(not decide(controlled_runs(design, seed=r))["passed"] for r in range(300)) <= 15
     runs = controlled_runs(design, seed=1)
     assert decide(runs)["passed"]
     assert [a.name for a in chk.wrong_theories()] == [a.name for a in registered(
