@@ -264,6 +264,7 @@ def test_the_depth_zero_mean_is_the_linear_theory_at_depth_zero_and_the_mean_of_
     assert interval.high < 1.15 * exact and interval.low > 0.85 * exact
 
 
+@pytest.mark.slow  # 6 s
 def test_the_control_variate_keeps_the_mean_and_narrows_the_interval():
     design = CONTROL(False)
     runs = controlled_runs(design, seed=4)
@@ -295,7 +296,7 @@ def test_the_control_variate_keeps_the_mean_and_narrows_the_interval():
             expected, rel=0.6)
 
 
-@pytest.mark.parametrize("quick", [True, False], ids=["quick", "full"])
+@pytest.mark.parametrize("quick", [True, pytest.param(False, marks=pytest.mark.slow)], ids=["quick", "full"])  # full: 10 s
 def test_the_control_variate_check_rejects_every_theory_and_data_alternative_on_runs_like_the_pilots(quick):
     chk = registered(dimension.threshold_control_variate)
     assert chk.replication == "subsample" and chk.criterion == dimension.CONTROL_CRITERION and chk.gating
