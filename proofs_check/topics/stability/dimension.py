@@ -627,13 +627,18 @@ SUCCESSOR_CRITERION = (
 )
 
 
+def _successor_ladder(quick: bool, seeds: dict[int, int]) -> dict:
+    """Token counts per d of the successor and of its control-variate successor (every N >= 2 N_c(d); d = 3 in full
+    mode only), with ``seeds`` per d and the d = 2 slope band."""
+    ns = {1: [2048, 4096, 8192, 16384], 2: [8192, 65536] if quick else [8192, 16384, 32768, 65536]}
+    if not quick:
+        ns[3] = [25600]
+    return {"n": ns, "seeds": {d: seeds[d] for d in ns}, "slope": {2: SUCCESSOR_SLOPE_BAND}}
+
+
 def successor_design(quick: bool) -> dict:
     """The successor's token counts per d (every N >= 2 N_c(d)), seeds per d and slope bands per d."""
-    ns = {1: [2048, 4096, 8192, 16384], 2: [8192, 65536] if quick else [8192, 16384, 32768, 65536]}
-    seeds = {1: 20, 2: 20}
-    if not quick:
-        ns[3], seeds[3] = [25600], 8
-    return {"n": ns, "seeds": seeds, "slope": {2: SUCCESSOR_SLOPE_BAND}}
+    return _successor_ladder(quick, {1: 20, 2: 20, 3: 8})
 
 
 def run_threshold(d: int, n: int, seed: int) -> dict:
@@ -953,11 +958,7 @@ CONTROL_CRITERION = (
 
 def control_design(quick: bool) -> dict:
     """The control-variate check's token counts per d (the geometric-mean check's), seeds per d and slope bands."""
-    ns = {1: [2048, 4096, 8192, 16384], 2: [8192, 65536] if quick else [8192, 16384, 32768, 65536]}
-    seeds = {1: 20, 2: 8}
-    if not quick:
-        ns[3], seeds[3] = [25600], 5
-    return {"n": ns, "seeds": seeds, "slope": {2: SUCCESSOR_SLOPE_BAND}}
+    return _successor_ladder(quick, {1: 20, 2: 8, 3: 5})
 
 
 def _both_depths_times(factor):
@@ -1024,11 +1025,11 @@ def decide_depth_zero(runs: list[dict]) -> dict:
     units: dict[tuple[int, int], list[float]] = {}
     for r, x in zip(runs, depth_zero_values(runs)):
         units.setdefault((r["d"], r["seed"]), []).append(x / depth_zero_coefficient(r["d"]))
-    values = [float(np.mean(v)) for _, v in sorted(units.items())]
+    means = {unit: float(np.mean(v)) for unit, v in sorted(units.items())}
+    values = list(means.values())
     interval = stats.mean_interval(values) if len(values) >= 2 else None
     passed = interval is not None and 1 - DEPTH_ZERO_BAND <= interval.low and interval.high <= 1 + DEPTH_ZERO_BAND
-    per_d = {d: float(np.mean([float(np.mean(v)) for (dd, _), v in units.items() if dd == d]))
-             for d in sorted({d for d, _ in units})}
+    per_d = {d: float(np.mean([m for (dd, _), m in means.items() if dd == d])) for d in sorted({d for d, _ in means})}
     return {"values": values, "interval": interval, "per_d": per_d, "passed": passed}
 
 
