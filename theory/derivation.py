@@ -23,6 +23,11 @@ after the item's ``given`` relations and ``how`` preparation are applied:
    evaluation has not already refuted the equation). An equation carrying
    ``O(x**n)`` holds when the series of ``lhs - rhs`` in ``x`` is ``O(x**n)``
    and every ``O(.)`` of ``lhs`` lies in ``O(x**n)`` (it is read left to right).
+   Where ``lhs - rhs`` is a rational function of ``x`` (other functions of
+   the symbols free of ``x`` count as constants) whose denominator sympy's
+   assumptions show nonzero at the expansion point, the series is its Taylor
+   polynomial, each coefficient a derivative at that point (``diff``,
+   ``subs``), which costs a fraction of ``series``;
    Sums with a symbolic size that sympy cannot reduce in general are
    expanded for the sizes ``1..4``, and the detail says so;
 2. *numeric*: where sympy cannot decide, ``lhs - rhs`` is evaluated with
@@ -429,8 +434,31 @@ def _order_zero(residual) -> bool:
     if body == 0:
         return True
     (var,) = order.variables
-    series = series_in(body, var, sp.degree(order.expr, var), order.point[0]).removeO()
-    return series == 0 or sp.simplify(series) == 0
+    n, point = sp.degree(order.expr, var), order.point[0]
+    coefficients = _taylor_coefficients(body, var, n, point)
+    if coefficients is None:
+        coefficients = [series_in(body, var, n, point).removeO()]
+    return all(c == 0 or sp.simplify(c) == 0 for c in coefficients)
+
+
+def _taylor_coefficients(body, var, n: int, point):
+    r"""The first ``n`` Taylor coefficients of ``body`` in ``var`` at ``point``, or None where this route does not apply.
+
+    It applies where ``body`` is a rational function :math:`P/Q` of ``var`` (functions free of ``var`` are
+    constants) and sympy's assumptions show :math:`Q(\text{point}) \ne 0`: ``body`` is then analytic there, and
+    it is :math:`O((var - point)^n)` exactly when :math:`\partial^k body/\partial var^k` vanishes at ``point``
+    for :math:`k < n`.
+    """
+    if not body.is_rational_function(var):
+        return None
+    _, denominator = sp.fraction(sp.together(body))
+    if denominator.subs(var, point).is_zero is not False:
+        return None
+    coefficients, derivative = [], body
+    for k in range(n):
+        coefficients.append(derivative.subs(var, point) / sp.factorial(k))
+        derivative = sp.diff(derivative, var)
+    return coefficients
 
 
 def _orders_contained(lhs, rhs) -> bool:

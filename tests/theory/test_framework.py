@@ -71,6 +71,33 @@ def test_series_equations():
     assert check_equation(eq(sp.exp(x), 1 + x + sp.O(x**3)))[0] == "failed"
 
 
+def test_rational_series_take_the_taylor_route_and_agree_with_sympy_series():
+    from attneb.theory.derivation import _taylor_coefficients
+
+    a = sp.Symbol("a", positive=True)
+    body = (1 + sp.log(a) * x) / (a + x) ** 2 - 1 / a**2  # a rational function of x, analytic at 0
+    coefficients = _taylor_coefficients(body, x, 3, 0)
+    series = sp.series(body, x, 0, 3).removeO()
+    assert [sp.simplify(c - series.coeff(x, k)) for k, c in enumerate(coefficients)] == [0, 0, 0]
+    # the stated O(.) decided by it: exact, a coefficient off, an order too many
+    exact = sp.expand(series)
+    assert check_equation(eq(body + 1 / a**2, 1 / a**2 + exact + sp.O(x**3)))[0:2] == ("symbolic", "series")
+    assert check_equation(eq(body + 1 / a**2, 1 / a**2 + exact + x**2 / 1000 + sp.O(x**3)))[0] == "failed"
+    assert check_equation(eq(body + 1 / a**2, 1 / a**2 + exact + sp.O(x**4)))[0] == "failed"
+
+
+def test_taylor_route_declines_where_it_does_not_apply():
+    from attneb.theory.derivation import _taylor_coefficients
+
+    assert _taylor_coefficients(sp.log(1 + x), x, 2, 0) is None  # not rational in x
+    assert _taylor_coefficients(1 / x + x, x, 2, 0) is None  # a pole at the point
+    z = sp.Symbol("z", real=True)
+    assert _taylor_coefficients(1 / (z + x), x, 2, 0) is None  # z + 0 may vanish
+    # where it declines, sympy's series decides (x/sin(x) is not rational in x)
+    assert check_equation(eq(x / sp.sin(x), 1 + x**2 / 6 + sp.O(x**4)))[0] == "symbolic"
+    assert check_equation(eq(x / sp.sin(x), 1 + x**2 / 5 + sp.O(x**4)))[0] == "failed"
+
+
 def test_sums_decided_for_explicit_sizes_say_so():
     n = sp.Symbol("N", integer=True, positive=True)
     j, k = sp.symbols("j k", integer=True)
