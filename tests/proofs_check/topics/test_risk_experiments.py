@@ -68,12 +68,13 @@ def _fresh(tmp_path, monkeypatch):
 #: recovery_floor_t decides on 8 quick seeds and N to 131072: its pass and failures are tested on synthetic runs of that
 #: design (test_the_student_t_floor_check_passes_without_a_floor_and_fails_with_one), not on the shrunken store.
 NEW_CHECKS = [depth_noise_checks.depth_minimiser_is_t_g, depth_noise_checks.depth_leading_order,
-              attention_checks.clean_context_floor_t, estimator_table.estimator_table, recovery.recovery_per_seed,
+              attention_checks.clean_context_floor_t8, estimator_table.estimator_table, recovery.recovery_per_seed,
               attention_checks.clean_context_per_seed, recovery.recovery_heavy_tails, recovery.recovery_floor_heavy_tails_t,
               estimator_table.estimator_table_heavy_tails]
 #: Superseded checks still decided on the module's store (kept in the report, not gating).
 SUPERSEDED = [recovery.recovery, attention_checks.clean_context, estimator_table.estimator_table_in_sample,
-              recovery.recovery_floor, attention_checks.clean_context_floor, recovery.recovery_floor_heavy_tails]
+              recovery.recovery_floor, attention_checks.clean_context_floor, recovery.recovery_floor_heavy_tails,
+              attention_checks.clean_context_floor_t]
 
 
 @pytest.mark.parametrize("check", NEW_CHECKS + SUPERSEDED, ids=lambda f: f.__name__)
@@ -112,6 +113,7 @@ def _alternative(func, name):
     (recovery.recovery_floor, "no Stage 1 (depth unnecessary)"),
     (attention_checks.clean_context_floor, "gap with a floor of 0.4% of the Bayes risk"),
     (attention_checks.clean_context_floor_t, "gap with a floor of 0.4% of the Bayes risk"),
+    (attention_checks.clean_context_floor_t8, "gap with a floor of 0.4% of the Bayes risk"),
     (estimator_table.estimator_table, "depth unnecessary (no Stage 1)"),
     (estimator_table.estimator_table, "depth helps only in-sample"),
     (recovery.recovery_heavy_tails, "no Stage 1 (depth unnecessary)"),
@@ -302,7 +304,7 @@ def test_e1_and_e5_floors_fail_without_stage_one_or_with_a_noisy_context(tmp_pat
     monkeypatch.setitem(sweep.ESTIMATORS, "clean-context", sweep.EstimatorEntry(entry.name, entry.load))
     ctx = _fresh(tmp_path, monkeypatch)
     for floor in (recovery.recovery_floor, recovery.recovery_floor_t, attention_checks.clean_context_floor,
-                  attention_checks.clean_context_floor_t):
+                  attention_checks.clean_context_floor_t, attention_checks.clean_context_floor_t8):
         assert not floor(ctx).passed, floor.__name__
 
 
