@@ -242,9 +242,12 @@ MEAN_FIELD_TOKENS = 1024
 
 
 def _kernel_mean(queries, keys, h2):
-    """Gaussian-kernel mean of 1-D ``keys`` at each query, by log-sum-exp (exact sums, no grid)."""
-    logits = -0.5 * (queries[:, None] - keys[None, :]) ** 2 / h2
-    weights = np.exp(logits - logits.max(axis=1, keepdims=True))
+    """Gaussian-kernel mean of 1-D ``keys`` at each query, by log-sum-exp (exact sums, no grid), in one array."""
+    weights = np.subtract.outer(queries, keys)
+    np.square(weights, out=weights)
+    weights *= -0.5 / h2
+    weights -= weights.max(axis=1, keepdims=True)
+    np.exp(weights, out=weights)
     return weights @ keys / weights.sum(axis=1)
 
 
