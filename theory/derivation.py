@@ -444,20 +444,24 @@ def _order_zero(residual) -> bool:
 def _taylor_coefficients(body, var, n: int, point):
     r"""The first ``n`` Taylor coefficients of ``body`` in ``var`` at ``point``, or None where this route does not apply.
 
-    It applies where ``body`` is a rational function :math:`P/Q` of ``var`` (functions free of ``var`` are
-    constants) and sympy's assumptions show :math:`Q(\text{point}) \ne 0`: ``body`` is then analytic there, and
-    it is :math:`O((var - point)^n)` exactly when :math:`\partial^k body/\partial var^k` vanishes at ``point``
-    for :math:`k < n`.
+    It applies where ``body`` is a rational function of ``var`` (functions free of ``var`` are constants), put over
+    one denominator :math:`P/Q` (``together``), and sympy's assumptions show :math:`Q(\text{point}) \ne 0`:
+    ``body`` is then analytic there, and it is :math:`O((var - point)^n)` exactly when
+    :math:`\partial^k (P/Q)/\partial var^k` vanishes at ``point`` for :math:`k < n`. The derivatives are taken of
+    :math:`P/Q`, not of ``body``, whose form may hold a removable singularity at the point (``x/x``); a coefficient
+    that still comes out undefined sends the item to ``series``.
     """
     if not body.is_rational_function(var):
         return None
-    _, denominator = sp.fraction(sp.together(body))
+    numerator, denominator = sp.fraction(sp.together(body))
     if denominator.subs(var, point).is_zero is not False:
         return None
-    coefficients, derivative = [], body
+    coefficients, derivative = [], numerator / denominator  # removable singularities of body's form cancelled
     for k in range(n):
         coefficients.append(derivative.subs(var, point) / sp.factorial(k))
         derivative = sp.diff(derivative, var)
+    if any(c.has(sp.nan, sp.zoo, sp.oo, -sp.oo) for c in coefficients):
+        return None
     return coefficients
 
 

@@ -86,6 +86,14 @@ def test_rational_series_take_the_taylor_route_and_agree_with_sympy_series():
     assert check_equation(eq(body + 1 / a**2, 1 / a**2 + exact + sp.O(x**4)))[0] == "failed"
 
 
+def test_taylor_route_through_removable_singularities_of_the_written_form():
+    # forms that are 0/0 at the point as written, analytic once over one denominator (a referee's cases)
+    assert check_equation(eq(1 / (1 + 1 / x), x - x**2 + sp.O(x**3)))[0:2] == ("symbolic", "series")
+    assert check_equation(eq((1 + 1 / x) ** -2, x**2 + sp.O(x**3)))[0:2] == ("symbolic", "series")
+    assert check_equation(eq((x**2 + x) / x, 1 + x + sp.O(x**3)))[0] == "symbolic"
+    assert check_equation(eq(1 / (1 + 1 / x), x + sp.O(x**3)))[0] == "failed"
+
+
 def test_taylor_route_declines_where_it_does_not_apply():
     from attneb.theory.derivation import _taylor_coefficients
 
