@@ -52,9 +52,12 @@ def run_pooled(configs: dict[str, dict], ctx: Context) -> dict[str, list[dict]]:
     """Simulate the pool of seeds of every config (resuming the store); rows of this replicate's seeds, by part.
 
     The rows of the pool are cached in ``ctx.cache`` so that decisions repeated under other
-    theories (and replicates) do not read the store again.
+    theories (and replicates) do not read the store again; the key holds each config's name and
+    seed range, so that two designs of one experiment with different seeds (a floor check's 8
+    seeds beside a slope check's 4) each get their own pool.
     """
-    key = ("convergence-rows", tuple(c["name"] for c in configs.values()), ctx.pool, str(ctx.store_path))
+    key = ("convergence-rows", tuple((c["name"], seed_range(c)) for c in configs.values()), ctx.pool,
+           str(ctx.store_path))
     if key not in ctx.cache:
         pooled = []
         for config in configs.values():

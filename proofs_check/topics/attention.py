@@ -482,11 +482,11 @@ def _clean_floor_evidence(ctx: Context, floor, interval_name: str, configs=None)
     for part, part_rows in rows.items():
         mmse = part_rows[0]["mmse"]
         for column in ("gap", "oos_gap"):
-            n, _, table = seed_table(part_rows, column)
-            fit = {**floor(n, table, exponents=(1.0,)), "mmse": mmse}
+            n, seeds, table = seed_table(part_rows, column)
+            fit = {**floor(n, table, exponents=(1.0,)), "mmse": mmse, "seeds": len(seeds)}
             fits[f"{part}, {column}"] = fit
             verdicts[f"{part}, {column}"] = fit["ci"][1] < threshold * mmse
-    text = "; ".join(f"{k}: c = {f['c']:.3g} [{f['ci'][0]:.3g}, {f['ci'][1]:.3g}] (= {f['c'] / f['gap_at_largest_n']:.2f} "
+    text = "; ".join(f"{k}, S = {f['seeds']}: c = {f['c']:.3g} [{f['ci'][0]:.3g}, {f['ci'][1]:.3g}] (= {f['c'] / f['gap_at_largest_n']:.2f} "
                      f"[{f['ci'][0] / f['gap_at_largest_n']:.2f}, {f['ci'][1] / f['gap_at_largest_n']:.2f}] x the gap "
                      f"at the largest N; upper end {100 * f['ci'][1] / f['mmse']:.2g}% of MMSE)" for k, f in fits.items())
     return Evidence(passed=all(verdicts.values()), kind="interval",

@@ -99,6 +99,20 @@ def test_registration_subsampled_with_criteria_and_superseded_checks_kept():
     assert depth_noise_checks.depth_t_g_at_largest_n in [c.func for c in CLAIMS["C6"].checks]
 
 
+def test_e5_floor_check_decides_on_its_own_seeds_after_the_slope_check(tmp_path, monkeypatch):
+    """Both designs name the same experiments; the 8-seed check must not read the 4-seed check's pooled rows
+    (they were cached under the experiments' names alone, a referee found)."""
+    ctx = Context(quick=True, out=tmp_path)
+    small = {part: {**config, "n": [128, 256], "seeds": {"start": 0, "count": 4}}
+             for part, config in attention_checks.clean_configs(True).items() if part == "gaussian"}
+    monkeypatch.setattr(attention_checks, "clean_configs", lambda quick: small)
+    slope = attention_checks.clean_context_per_seed(ctx)
+    floor = attention_checks.clean_context_floor_t8(ctx)
+    assert "n=4)" in slope.summary
+    assert {f["seeds"] for f in floor.data["fits"].values()} == {attention_checks.FLOOR_T_QUICK_SEEDS}
+    assert f"S = {attention_checks.FLOOR_T_QUICK_SEEDS}" in floor.summary
+
+
 # --------------------------------------------------------------------------------------------
 # Data and theory alternatives: decided again on the same store
 # --------------------------------------------------------------------------------------------
