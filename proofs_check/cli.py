@@ -101,12 +101,12 @@ def _verify(args: argparse.Namespace) -> int:
           + (f", power analysis {power_seconds:.1f} s)" if power is not None else ")"))
     if power is not None:
         weak = [f"{r.claim_id}: {r.check.name}" for r in power if not r.meets_goal and not r.answered_no]
-        answered_no = sum(r.answered_no for r in power)
-        print(f"power: {sum(r.meets_goal for r in power)} of {len(power) - answered_no} checks meet size <= 0.05 and "
+        questions = sum(r.answered_no for r in power)
+        print(f"power: {sum(r.meets_goal for r in power)} of {len(power) - questions} checks meet size <= 0.05 and "
               f"power >= 0.95 by their point estimates, {sum(r.meets_goal_at_95 for r in power)} by their 95% bounds"
               + (f"; below the goal: {'; '.join(weak)}" if weak else "")
-              + (f"; {answered_no} more are checks of questions answered no (their size is the answer)"
-                 if answered_no else ""))
+              + (f"; {questions} more are checks of questions answered no (their size is the answer)"
+                 if questions else ""))
     if answered_no:
         print(f"questions answered no (findings, see the report): {', '.join(answered_no)}")
     if failed:

@@ -179,6 +179,28 @@ def test_verify_power_writes_the_table_and_loads_a_module(toy_registry, tmp_path
     assert "criterion (fixed before the run): offset() == 0" in markdown
 
 
+def _register_toy_question(module):
+    claim("Z3", "toy question", "a toy hypothesis", question=True)
+
+    @check("Z3", "answered no", criterion="offset() == 1",
+           alternatives=[alternative("offset 1", "offset 1", swap("attneb_toy:offset", lambda r: (lambda: 1.0)))])
+    def answered_no(ctx):
+        return Evidence(module.offset() == 1, "identity", "toy")
+
+
+def test_verify_power_names_the_questions_answered_no(toy_registry, tmp_path, capsys):
+    """The count of questions in the power line once shadowed their names (a crash after the report was written)."""
+    plugin = tmp_path / "plugin.py"
+    plugin.write_text("import sys\nfrom tests.proofs_check.engine.test_power import _register_toy_question\n"
+                      "_register_toy_question(sys.modules['attneb_toy'])\n")
+    code = cli.main(["verify", "--quick", "--workers", "1", "--out", str(tmp_path / "report"), "--load", str(plugin),
+                     "--only", "Z3", "--power"])
+    printed = capsys.readouterr().out
+    assert code == 0
+    assert "1 more are checks of questions answered no" in printed
+    assert "questions answered no (findings, see the report): Z3" in printed
+
+
 def test_load_explains_a_missing_module(tmp_path, capsys):
     assert cli.main(["verify", "--quick", "--out", str(tmp_path), "--load", "no_such_module_here"]) == 2
     assert "no_such_module_here" in capsys.readouterr().err
