@@ -283,7 +283,7 @@ def recovery_needs_stability(ctx: Context) -> Evidence:
     alternatives=SCOPE_ALTERNATIVES,
     note="replaces the pooled-interval scope check (issue 24), criterion fixed before its first run: the same design "
     "and rise test, the early slope decided on the interval over per-seed slopes that the E1 slope checks use. Quick "
-    "power (attneb verify --quick --power at 8ec6a6f; 40 subsets of a pool of 3 seed sets): size 0.42, above item 4's "
+    "power (attneb verify --quick --power, started at 8ec6a6f; 40 subsets of a pool of 3 seed sets): size 0.42, above item 4's "
     "0.05 (with 4 seeds the rise's paired interval, e.g. the Gaussian's 0.00094 [0.00013, 0.00175] on seeds 0-3, "
     "often reaches 0), power 1.00 against no Stage 1, N_c x 4 and the rate 1/e, 0.40 against N_c / 4: a quick "
     "failure of this check does not show that recovery ignores S1's bound (not redesigned)",
