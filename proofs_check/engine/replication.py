@@ -38,6 +38,12 @@ def seed_range(config: dict) -> tuple[int, int]:
     return int(seeds.get("start", 0)), int(seeds["count"])
 
 
+def with_seed_count(configs: dict[str, dict], count: int, parts=None) -> dict[str, dict]:
+    """``configs`` with seeds ``0 .. count - 1`` for the configs of ``parts`` (default: every one) that it holds."""
+    return {part: {**config, "seeds": {"start": 0, "count": count}} if parts is None or part in parts else config
+            for part, config in configs.items()}
+
+
 def intended_seeds(config: dict) -> set[int]:
     """The seeds a figure (and ``attneb verify``'s decision) uses: the config's own, not a power pool's."""
     start, count = seed_range(config)
@@ -216,6 +222,11 @@ def floor_resamples(n: np.ndarray, table: np.ndarray, exponents=FLOOR_EXPONENTS,
         better = sse < best
         best[better], c[better], a_best[better] = sse[better], cc[better], a
     return c, a_best
+
+
+#: How a floor decision names the intervals of :func:`floor_fit` and of :func:`floor_fit_t`.
+FLOOR_FIT_INTERVAL = "95% bootstrap percentile intervals over seeds"
+FLOOR_FIT_T_INTERVAL = "95% Student-t intervals from bootstrap standard errors over seeds"
 
 
 def floor_fit_t(n: np.ndarray, table: np.ndarray, exponents=FLOOR_EXPONENTS, level: float = 0.95) -> dict:

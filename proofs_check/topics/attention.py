@@ -26,6 +26,8 @@ from attneb.proofs_check.engine.finite_differences import five_point_gradient
 from attneb.proofs_check.engine.plotting import colour_cycle, grouped_intervals, loglog
 from attneb.proofs_check.engine.registry import Context, Evidence, alternative, check, claim, swap
 from attneb.proofs_check.engine.replication import (
+    FLOOR_FIT_INTERVAL,
+    FLOOR_FIT_T_INTERVAL,
     floor_fit,
     floor_fit_t,
     gap_slopes,
@@ -34,6 +36,7 @@ from attneb.proofs_check.engine.replication import (
     run_pooled,
     seed_table,
     stored,
+    with_seed_count,
 )
 from attneb.proofs_check.engine.studies import mode_name, study
 from attneb.proofs_check.topics.designs import RECOVERY_PRIORS, SIGMA2, fast_options, labelled
@@ -308,11 +311,7 @@ FLOOR_T_QUICK_SEEDS = 8
 def floor_t_configs(quick: bool) -> dict[str, dict]:
     """E5 with the seeds of the floor check: quick mode on :data:`FLOOR_T_QUICK_SEEDS` seeds, E5's first 4 and 4 more
     (the same N); full mode as E5."""
-    configs = clean_configs(quick)
-    if quick:
-        configs = {part: {**config, "seeds": {"start": 0, "count": FLOOR_T_QUICK_SEEDS}}
-                   for part, config in configs.items()}
-    return configs
+    return with_seed_count(clean_configs(quick), FLOOR_T_QUICK_SEEDS) if quick else clean_configs(quick)
 
 
 def clean_data(rows_by_part: dict[str, list[dict]]) -> dict[str, list[dict]]:
@@ -422,7 +421,7 @@ _E5_FLOOR_ALTERNATIVES = [alternative("gap with a floor of 0.4% of the Bayes ris
     "of 4 seeds scatter by up to 100% at N = 4096)",
 )
 def clean_context_floor(ctx: Context) -> Evidence:
-    return _clean_floor_evidence(ctx, floor_fit, "95% bootstrap percentile intervals over seeds")
+    return _clean_floor_evidence(ctx, floor_fit, FLOOR_FIT_INTERVAL)
 
 
 @check(
@@ -448,7 +447,7 @@ def clean_context_floor(ctx: Context) -> Evidence:
     "threshold: the quick decision fails under the true theory about once in seven (reported here, not redesigned)",
 )
 def clean_context_floor_t(ctx: Context) -> Evidence:
-    return _clean_floor_evidence(ctx, floor_fit_t, "95% Student-t intervals from bootstrap standard errors over seeds")
+    return _clean_floor_evidence(ctx, floor_fit_t, FLOOR_FIT_T_INTERVAL)
 
 
 @check(
@@ -475,7 +474,7 @@ def clean_context_floor_t(ctx: Context) -> Evidence:
     "(0.13% fails), and one on the sphere alone up to 0.18%",
 )
 def clean_context_floor_t8(ctx: Context) -> Evidence:
-    return _clean_floor_evidence(ctx, floor_fit_t, "95% Student-t intervals from bootstrap standard errors over seeds",
+    return _clean_floor_evidence(ctx, floor_fit_t, FLOOR_FIT_T_INTERVAL,
                                  floor_t_configs)
 
 

@@ -18,6 +18,8 @@ import numpy as np
 from attneb.numerics import stats
 from attneb.proofs_check.engine.registry import Context, Evidence, alternative, check, swap
 from attneb.proofs_check.engine.replication import (
+    FLOOR_FIT_INTERVAL,
+    FLOOR_FIT_T_INTERVAL,
     floor_fit,
     floor_fit_t,
     gap_slopes,
@@ -28,6 +30,7 @@ from attneb.proofs_check.engine.replication import (
     run_pooled,
     seed_slopes,
     seed_table,
+    with_seed_count,
 )
 from attneb.proofs_check.engine.studies import mode_name
 from attneb.proofs_check.topics.designs import (
@@ -88,11 +91,7 @@ def floor_t_configs(quick: bool) -> dict[str, dict]:
     the clusters (the priors it decides) on :data:`FLOOR_T_QUICK_SEEDS` seeds, E1's first 4 and 4 more; the sphere, and
     full mode, as E1."""
     configs = _schedule(recovery_configs(quick), "log")
-    if quick:
-        for part in FLOOR_PRIORS:
-            if part in configs:
-                configs[part] = {**configs[part], "seeds": {"start": 0, "count": FLOOR_T_QUICK_SEEDS}}
-    return configs
+    return with_seed_count(configs, FLOOR_T_QUICK_SEEDS, FLOOR_PRIORS) if quick else configs
 
 
 def recovery_data(rows_by_part: dict[str, list[dict]]) -> dict[str, list[dict]]:
@@ -444,7 +443,7 @@ PERCENTILE_COVERAGE = {"E1": "0.75 quick, 0.80 full", "E5": "0.68 quick, 0.70 fu
     "fixed 1.5% threshold is 45x its gap), 0.95 quick (40 subsets) and 0.99 full (200 subsets) against the clusters'",
 )
 def recovery_floor(ctx: Context) -> Evidence:
-    return _floor_evidence(ctx, floor_fit, "95% bootstrap percentile intervals over seeds")
+    return _floor_evidence(ctx, floor_fit, FLOOR_FIT_INTERVAL)
 
 
 @check(
@@ -472,7 +471,7 @@ def recovery_floor(ctx: Context) -> Evidence:
     "(the percentile check's 0.95), 0 against the Gaussian's floor at 0.03% (as before). Full power not measured",
 )
 def recovery_floor_t(ctx: Context) -> Evidence:
-    return _floor_evidence(ctx, floor_fit_t, "95% Student-t intervals from bootstrap standard errors over seeds",
+    return _floor_evidence(ctx, floor_fit_t, FLOOR_FIT_T_INTERVAL,
                            floor_t_configs)
 
 
@@ -634,7 +633,7 @@ def recovery_heavy_tails(ctx: Context) -> Evidence:
     "floor and against no Stage 1 in both modes. df 5 passes (upper ends 0.05-0.16% of the MMSE)",
 )
 def recovery_floor_heavy_tails(ctx: Context) -> Evidence:
-    return _heavy_floor_evidence(ctx, floor_fit, "95% bootstrap percentile intervals over seeds")
+    return _heavy_floor_evidence(ctx, floor_fit, FLOOR_FIT_INTERVAL)
 
 
 @check(
@@ -654,7 +653,7 @@ def recovery_floor_heavy_tails(ctx: Context) -> Evidence:
     "measured; its interval is wider than the percentile one, whose size was 0.68 (full) and 0.95 (quick)",
 )
 def recovery_floor_heavy_tails_t(ctx: Context) -> Evidence:
-    return _heavy_floor_evidence(ctx, floor_fit_t, "95% Student-t intervals from bootstrap standard errors over seeds")
+    return _heavy_floor_evidence(ctx, floor_fit_t, FLOOR_FIT_T_INTERVAL)
 
 
 def _heavy_floor_evidence(ctx: Context, fit, interval_name: str) -> Evidence:
