@@ -42,7 +42,8 @@ Training (:func:`fit_transformer`) draws fresh contexts at every step, minimises
 error of all tokens of every context with a hand-written backward pass (:func:`loss_and_gradient`)
 and Adam, and can checkpoint to an SQLite file and resume bit for bit.
 
-Numerics: float64 throughout, softmax by subtracting the row maximum, all contexts of a batch at
+Numerics: float64 throughout, softmax with its logits shifted by the row maximum (or, for the
+``"scalar"`` heads, by a bound on it: see :func:`attend`), all contexts of a batch at
 once (arrays ``(B, n, d)``, batched matrix products). Each layer holds its ``B x n x n`` attention
 weights for the backward pass: ``8 B n^2 L`` bytes, 128 MiB at ``B = 64``, ``n = 128``,
 ``L = 16``, the sizes this module is meant for; there is no blocking.
@@ -92,6 +93,7 @@ _LOG_BETA_S_OFFSET = (np.log(2.0), np.log(4.0))
 _LOG_VALUE_SD = 0.1
 _MATRIX_NOISE = 0.2
 _TABLE = "training_checkpoints"
+_LEAST_ROW_SUM = 1e-150
 
 
 # --------------------------------------------------------------------------------------------
@@ -192,42 +194,70 @@ def init_params(dim, n_layers, sigma2, *, parametrization="scalar", init="random
 # --------------------------------------------------------------------------------------------
 
 
-def attend(queries, keys, A, W):
-    r"""One head over a batch: queries ``(B, m, d)``, keys ``(B, n, d)``; returns ``(out, (P, Y, V))``.
+def attend(queries, keys, A, W, *, psd=False, weights=None):
+    r"""One head over a batch: queries ``(B, m, d)``, keys ``(B, n, d)``; returns ``(out, (E, r, Y, V))``.
 
     :math:`Y = X A^\top`, :math:`S_{ij} = q_i\cdot y_j - \tfrac12 x_j\cdot y_j`,
-    :math:`P = \mathrm{softmax}_j(S)` (row maximum subtracted), :math:`V = X W^\top`, out :math:`= PV`.
+    :math:`E_{ij} = \exp(S_{ij} - m_i)`, :math:`r_i = 1/\sum_j E_{ij}`, :math:`V = X W^\top`,
+    out :math:`_i = r_i\,(EV)_i`: the softmax weights are :math:`P_{ij} = r_i E_{ij}`, and the
+    normalisation is applied to the ``(m, d)`` outputs, never to the ``(m, n)`` weights.
+
+    The shift :math:`m_i` is the row maximum of :math:`S`; with ``psd=True`` (``A`` symmetric
+    positive semi-definite, as :math:`\beta I` with :math:`\beta > 0`), the bound
+    :math:`m_i = \tfrac12 q_i\cdot A q_i`, since then
+    :math:`S_{ij} - m_i = -\tfrac12 (q_i - x_j)^\top A (q_i - x_j) \le 0`. It is computed inside one
+    matrix product, :math:`S_{ij} - m_i = [q_i, 1, -m_i]\cdot[y_j, -\tfrac12 x_j\cdot y_j, 1]`, and it
+    is the row maximum itself when the queries are the keys. Where a row's weights all fall below
+    ``1e-150`` under the bound (a query far from every key), the head is computed again with the
+    row maximum. ``weights``, an array ``(B, m, n)``, receives :math:`E` (training reuses one per
+    layer instead of allocating them at every step).
     """
     Y = keys @ A.T
-    P = queries @ Y.swapaxes(1, 2)
-    P -= 0.5 * np.einsum("bjk,bjk->bj", keys, Y)[:, None, :]
-    P -= P.max(axis=2, keepdims=True)
-    np.exp(P, out=P)
-    P /= P.sum(axis=2, keepdims=True)
+    keys_side = np.concatenate((Y, -0.5 * np.einsum("bjk,bjk->bj", keys, Y)[:, :, None]), axis=2)
+    ones = np.ones(queries.shape[:2] + (1,))
+    if psd:
+        shift = 0.5 * np.einsum("bik,bik->bi", queries, queries @ A.T)[:, :, None]
+        E = np.matmul(np.concatenate((queries, ones, -shift), axis=2), np.concatenate(
+            (keys_side, np.ones(keys.shape[:2] + (1,))), axis=2).swapaxes(1, 2), out=weights)
+        np.exp(E, out=E)
+        total = E @ np.ones(E.shape[2])
+        if total.min() < _LEAST_ROW_SUM:
+            return attend(queries, keys, A, W, weights=weights)
+    else:
+        E = np.matmul(np.concatenate((queries, ones), axis=2), keys_side.swapaxes(1, 2), out=weights)
+        E -= E.max(axis=2, keepdims=True)
+        np.exp(E, out=E)
+        total = E @ np.ones(E.shape[2])
+    r = 1.0 / total
     V = keys @ W.T
-    return P @ V, (P, Y, V)
+    out = E @ V
+    out *= r[:, :, None]
+    return out, (E, r, Y, V)
 
 
-def _attend_backward(d_out, out, queries, keys, A, W, cache, *, want_queries: bool):
+def _attend_backward(d_out, out, queries, keys, A, W, cache, *, want_queries: bool, work=None):
     r"""Gradients of one head with respect to ``queries`` (or ``None``), ``keys``, ``A`` and ``W``.
 
-    With :math:`G = \partial L/\partial\,\mathrm{out}`: :math:`\partial L/\partial P = G V^\top`,
-    :math:`\partial L/\partial S_{ij} = P_{ij}(\partial L/\partial P_{ij} - g_i\cdot\mathrm{out}_i)`
-    (softmax), :math:`s_j = \sum_i \partial L/\partial S_{ij}`;
+    With :math:`G = \partial L/\partial\,\mathrm{out}` and :math:`P_{ij} = r_i E_{ij}` (see :func:`attend`):
+    :math:`\partial L/\partial S_{ij} = P_{ij}(g_i\cdot v_j - g_i\cdot\mathrm{out}_i)
+    = E_{ij}\,[r_i g_i, -r_i\, g_i\cdot\mathrm{out}_i]\cdot[v_j, 1]` (softmax),
+    :math:`s_j = \sum_i \partial L/\partial S_{ij}`;
     :math:`\partial L/\partial Y = (\partial L/\partial S)^\top Q - \tfrac12 s\, X`,
-    :math:`\partial L/\partial V = P^\top G`,
+    :math:`\partial L/\partial V = P^\top G = E^\top (rG)`,
     :math:`\partial L/\partial Q = (\partial L/\partial S)\, Y`,
     :math:`\partial L/\partial X = (\partial L/\partial Y) A + (\partial L/\partial V) W - \tfrac12 s\, Y`,
     :math:`\partial L/\partial A = \sum_b (\partial L/\partial Y)^\top X`,
     :math:`\partial L/\partial W = \sum_b (\partial L/\partial V)^\top X`.
+    ``work``, an array of the shape of :math:`E`, receives :math:`\partial L/\partial S`.
     """
-    P, Y, V = cache
-    dS = d_out @ V.swapaxes(1, 2)
-    dS -= np.einsum("bik,bik->bi", d_out, out)[:, :, None]
-    dS *= P
-    s = dS.sum(axis=1)[:, :, None]
+    E, r, Y, V = cache
+    scaled = d_out * r[:, :, None]
+    rows = np.concatenate((scaled, -np.einsum("bik,bik->bi", scaled, out)[:, :, None]), axis=2)
+    dS = np.matmul(rows, np.concatenate((V, np.ones(V.shape[:2] + (1,))), axis=2).swapaxes(1, 2), out=work)
+    dS *= E
+    s = (np.ones(dS.shape[1]) @ dS)[:, :, None]
     dY = dS.swapaxes(1, 2) @ queries - 0.5 * s * keys
-    dV = P.swapaxes(1, 2) @ d_out
+    dV = E.swapaxes(1, 2) @ scaled
     d_keys = dY @ A + dV @ W - 0.5 * s * Y
     dim = keys.shape[2]
     flat_keys = keys.reshape(-1, dim)
@@ -236,45 +266,59 @@ def _attend_backward(d_out, out, queries, keys, A, W, cache, *, want_queries: bo
     return (dS @ Y if want_queries else None), d_keys, dA, dW
 
 
-def stage_one(params, kind: str, noisy, tape=None):
-    """Refined tokens ``(B, n, d)`` after the Stage-1 layers; with a list ``tape``, appends each layer's input."""
+def stage_one(params, kind: str, noisy, tape=None, *, buffers=None):
+    """Refined tokens ``(B, n, d)`` after the Stage-1 layers; with a list ``tape``, appends each layer's input.
+
+    ``buffers`` (see :func:`_workspace`) receive the layers' attention weights.
+    """
     A, W, _, _ = matrices(params, kind, noisy.shape[2])
     x = noisy
-    for A_l, W_l, eta in zip(A, W, params["eta"]):
-        attn, cache = attend(x, x, A_l, W_l)
+    for l, (A_l, W_l, eta) in enumerate(zip(A, W, params["eta"])):
+        attn, cache = attend(x, x, A_l, W_l, psd=kind == "scalar", weights=None if buffers is None else buffers[l])
         if tape is not None:
             tape.append((x, attn, cache))
         x = x + eta * (attn - x)
     return x
 
 
-def _forward(params, kind: str, noisy, tape=None):
+def _forward(params, kind: str, noisy, tape=None, *, buffers=None):
     """Output ``(B, n, d)`` of the network; with a list ``tape``, appends what the backward pass needs."""
     _, _, A_s, W_s = matrices(params, kind, noisy.shape[2])
-    x = stage_one(params, kind, noisy, tape)
-    out, cache = attend(noisy, x, A_s, W_s)
+    x = stage_one(params, kind, noisy, tape, buffers=buffers)
+    out, cache = attend(noisy, x, A_s, W_s, psd=kind == "scalar",
+                        weights=None if buffers is None else buffers[len(params["eta"])])
     if tape is not None:
         tape.append((x, out, cache))
     return out
 
 
-def _loss_and_gradient(params, kind: str, noisy, clean):
-    """:func:`loss_and_gradient` on validated inputs."""
+def _workspace(n_layers: int, batch: int, n_tokens: int) -> np.ndarray:
+    """Buffers ``(L + 2, B, n, n)`` for one :func:`_loss_and_gradient`: each head's weights, then its ``dL/dS``.
+
+    Training reuses them at every step; allocating them afresh costs about a quarter of a step.
+    """
+    return np.empty((n_layers + 2, batch, n_tokens, n_tokens))
+
+
+def _loss_and_gradient(params, kind: str, noisy, clean, buffers=None):
+    """:func:`loss_and_gradient` on validated inputs, with the buffers of :func:`_workspace` or fresh arrays."""
     tape = []
-    out = _forward(params, kind, noisy, tape)
+    out = _forward(params, kind, noisy, tape, buffers=buffers)
+    work = None if buffers is None else buffers[-1]
     err = out - clean
     loss = float(np.mean(err * err))
     A, W, A_s, W_s = matrices(params, kind, noisy.shape[2])
     refined, _, cache = tape.pop()
     _, d_x, dA_s, dW_s = _attend_backward(2.0 * err / err.size, out, noisy, refined, A_s, W_s, cache,
-                                          want_queries=False)
+                                          want_queries=False, work=work)
     n_layers = len(tape)
     dA, dW, d_eta = np.empty_like(A), np.empty_like(W), np.empty(n_layers)
     for l in reversed(range(n_layers)):
         x, attn, cache = tape[l]
         eta = params["eta"][l]
         d_eta[l] = np.sum(d_x * (attn - x))
-        d_q, d_k, dA[l], dW[l] = _attend_backward(eta * d_x, attn, x, x, A[l], W[l], cache, want_queries=True)
+        d_q, d_k, dA[l], dW[l] = _attend_backward(eta * d_x, attn, x, x, A[l], W[l], cache, want_queries=True,
+                                                  work=work)
         d_x = (1.0 - eta) * d_x + d_q + d_k
     if kind == "matrix":
         return loss, {"A": dA, "W": dW, "eta": d_eta, "A_s": dA_s, "W_s": dW_s}
@@ -553,12 +597,13 @@ def fit_transformer(prior, sigma2, *, n_tokens, n_layers, parametrization="scala
             losses, start = state["losses"], len(state["losses"])
             rng.bit_generator.state = state["rng"]
         scale = np.sqrt(sigma2)
+        buffers = _workspace(n_layers, batch, n_tokens)
         bar = stack.enter_context(tqdm(total=steps, initial=start, desc="training", unit="step",
                                        disable=None if progress else True, dynamic_ncols=True))
         for step in range(start + 1, steps + 1):
             clean = prior.sample(batch * n_tokens, rng).reshape(batch, n_tokens, prior.dim)
             noisy = clean + scale * rng.standard_normal(clean.shape)
-            loss, grad = _loss_and_gradient(params, parametrization, noisy, clean)
+            loss, grad = _loss_and_gradient(params, parametrization, noisy, clean, buffers)
             if not (np.isfinite(loss) and all(np.all(np.isfinite(g)) for g in grad.values())):
                 raise FloatingPointError(f"training diverged at step {step}: loss {loss}, a non-finite gradient or "
                                          f"both (lr == {lr}; try a smaller one)")

@@ -129,6 +129,35 @@ def test_no_layers_is_one_attention_step_over_the_noisy_tokens(kind):
     np.testing.assert_allclose(TrainedTransformer(params).denoise(noisy), expected, atol=1e-12, rtol=0)
 
 
+def test_the_bound_shift_of_a_psd_head_is_the_softmax_even_far_from_every_key():
+    rng = np.random.default_rng(11)
+    A, W = 3.0 * np.eye(2), 0.7 * np.eye(2)
+    keys = rng.normal(size=(2, 9, 2))
+    # The second context's queries sit 30 units from every key: under the bound 0.5 q.Aq all of
+    # their weights underflow (exp(-1350)), so the head must fall back to the row maximum.
+    for queries in (keys, keys + np.array([[[0.0, 0.0]], [[30.0, 0.0]]])):
+        logits = queries @ A @ keys.swapaxes(1, 2) - 0.5 * np.einsum("bjk,kl,bjl->bj", keys, A, keys)[:, None, :]
+        expected = softmax(logits, axis=2) @ keys @ W.T
+        for psd in (False, True):
+            out, (E, r, _, _) = training.attend(queries, keys, A, W, psd=psd)
+            np.testing.assert_allclose(out, expected, atol=1e-12, rtol=0)
+            np.testing.assert_allclose(E * r[:, :, None], softmax(logits, axis=2), atol=1e-14, rtol=0)
+
+
+@pytest.mark.parametrize("kind", PARAMETRIZATIONS)
+def test_reused_buffers_give_the_loss_and_gradient_of_fresh_arrays(kind):
+    rng = np.random.default_rng(12)
+    params = init_params(2, 3, 0.5, parametrization=kind, rng=rng)
+    buffers = training._workspace(3, 4, 10)
+    for _ in range(2):  # the second call reads buffers the first one filled
+        noisy, clean = rng.normal(size=(2, 4, 10, 2))
+        loss, grad = training._loss_and_gradient(params, kind, noisy, clean)
+        loss_b, grad_b = training._loss_and_gradient(params, kind, noisy, clean, buffers)
+        assert loss_b == loss
+        for key in grad:
+            np.testing.assert_array_equal(grad_b[key], grad[key])
+
+
 @pytest.mark.parametrize("kind", PARAMETRIZATIONS)
 def test_training_lowers_the_loss_and_is_reproducible(kind):
     first = fit_transformer(TWO_CLUSTERS, 0.5, parametrization=kind, steps=150, **EASY)
@@ -269,7 +298,8 @@ def test_training_contexts_carry_noise_of_variance_sigma2(monkeypatch):
     seen = []
     real = training._loss_and_gradient
     monkeypatch.setattr(training, "_loss_and_gradient",
-                        lambda params, kind, noisy, clean: (seen.append(noisy - clean), real(params, kind, noisy, clean))[1])
+                        lambda params, kind, noisy, clean, buffers: (seen.append(noisy - clean),
+                                                                     real(params, kind, noisy, clean, buffers))[1])
     fit_transformer(TWO_CLUSTERS, 0.3, n_tokens=40, n_layers=1, steps=3, batch=50, seed=1)
     noise = np.concatenate(seen).reshape(-1, 2)  # 12000 noise vectors: the variance's relative s.e. is 0.9%
     np.testing.assert_allclose(noise.var(axis=0), 0.3, rtol=0.04)

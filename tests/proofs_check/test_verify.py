@@ -96,10 +96,10 @@ def _growth_rate_without_kernel_damping(monkeypatch):
 def _training_backward_drops_the_key_norm_bias(monkeypatch):
     real = training._attend_backward
 
-    def wrong(d_out, out, queries, keys, A, W, cache, *, want_queries):
-        d_q, d_keys, dA, dW = real(d_out, out, queries, keys, A, W, cache, want_queries=want_queries)
-        P, Y, _ = cache
-        dS = P * (d_out @ cache[2].swapaxes(1, 2) - np.einsum("bik,bik->bi", d_out, out)[:, :, None])
+    def wrong(d_out, out, queries, keys, A, W, cache, *, want_queries, work=None):
+        d_q, d_keys, dA, dW = real(d_out, out, queries, keys, A, W, cache, want_queries=want_queries, work=work)
+        E, r, Y, V = cache
+        dS = E * r[:, :, None] * (d_out @ V.swapaxes(1, 2) - np.einsum("bik,bik->bi", d_out, out)[:, :, None])
         return d_q, d_keys + 0.5 * dS.sum(axis=1)[:, :, None] * Y, dA, dW
 
     monkeypatch.setattr(training, "_attend_backward", wrong)

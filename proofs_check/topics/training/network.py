@@ -39,8 +39,8 @@ def _contexts(rng, dim: int, batch: int = 3, n: int = 6):
        covers=("attneb.numerics.training:TrainedTransformer.denoise",),
        alternatives=[
            alternative("residual step eta/2", "Stage-1 layers with half the step",
-                       swap("attneb.numerics.training:stage_one", lambda real: lambda params, kind, noisy, tape=None: real(
-                           {**params, "eta": np.asarray(params["eta"]) / 2}, kind, noisy, tape)),
+                       swap("attneb.numerics.training:stage_one", lambda real: lambda params, kind, noisy, tape=None, **kw: real(
+                           {**params, "eta": np.asarray(params["eta"]) / 2}, kind, noisy, tape, **kw)),
                        kind="implementation"),
            alternative("no long skip", "Stage 2 queried by the refined tokens instead of the noisy ones",
                        swap("attneb.numerics.training:_forward", lambda real: _forward_without_long_skip),
@@ -122,8 +122,8 @@ _TRAINED_LIKE_CASES = [(dim, kind) for dim in (1, 2, 3) for kind in ("scalar", "
        covers=("attneb.numerics.training:TrainedTransformer.denoise",),
        alternatives=[
            alternative("steps clipped to [0, 1]", "the forward pass clips every eta_l to [0, 1]",
-                       swap("attneb.numerics.training:stage_one", lambda real: lambda params, kind, noisy, tape=None: real(
-                           {**params, "eta": np.clip(params["eta"], 0.0, 1.0)}, kind, noisy, tape)),
+                       swap("attneb.numerics.training:stage_one", lambda real: lambda params, kind, noisy, tape=None, **kw: real(
+                           {**params, "eta": np.clip(params["eta"], 0.0, 1.0)}, kind, noisy, tape, **kw)),
                        kind="implementation"),
            alternative("bandwidths capped at 10", "Stage-1 bandwidths above 10 are set to 10 (scalar parametrization)",
                        swap("attneb.numerics.training:matrices", lambda real: lambda params, kind, dim: real(
@@ -190,8 +190,8 @@ def gradient_matches(ctx: Context) -> Evidence:
                        swap("attneb.numerics.training:_attend_backward", lambda real: lambda *a, **k: (
                            lambda g: (g[0], 0 * g[1], g[2], g[3]))(real(*a, **k))), kind="implementation"),
            alternative("steps clipped to [0, 1] in the forward pass", "the loss sees every eta_l clipped to [0, 1]",
-                       swap("attneb.numerics.training:stage_one", lambda real: lambda params, kind, noisy, tape=None: real(
-                           {**params, "eta": np.clip(params["eta"], 0.0, 1.0)}, kind, noisy, tape)),
+                       swap("attneb.numerics.training:stage_one", lambda real: lambda params, kind, noisy, tape=None, **kw: real(
+                           {**params, "eta": np.clip(params["eta"], 0.0, 1.0)}, kind, noisy, tape, **kw)),
                        kind="implementation"),
        ])
 def trained_like_gradient(ctx: Context) -> Evidence:
