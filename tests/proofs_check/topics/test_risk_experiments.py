@@ -248,8 +248,8 @@ def _scope_rows():
     return {"gaussian-power": rows}
 
 
-@pytest.mark.parametrize("scope", [recovery.recovery_needs_stability, recovery.recovery_needs_stability_per_seed],
-                         ids=lambda f: f.__name__)
+@pytest.mark.parametrize("scope", [recovery.recovery_needs_stability, recovery.recovery_needs_stability_per_seed,
+                                   recovery.recovery_needs_stability_eight_seeds], ids=lambda f: f.__name__)
 def test_e1_scope_fails_instead_of_raising_without_early_points_and_registers_wrong_bounds(scope, monkeypatch, tmp_path):
     monkeypatch.setattr(recovery, "run_pooled", lambda configs, ctx: _scope_rows())
     ctx = Context(quick=True, out=tmp_path, power=True)
@@ -503,16 +503,29 @@ def test_the_student_t_floor_check_passes_without_a_floor_and_fails_with_one(mon
             assert not recovery.recovery_floor_t(ctx).passed, name
 
 
-def test_the_scope_check_fails_when_no_prior_reaches_below_n_c_as_its_criterion_says(monkeypatch, tmp_path):
+@pytest.mark.parametrize("scope", [recovery.recovery_needs_stability_per_seed,
+                                   recovery.recovery_needs_stability_eight_seeds], ids=lambda f: f.__name__)
+def test_the_scope_check_fails_when_no_prior_reaches_below_n_c_as_its_criterion_says(scope, monkeypatch, tmp_path):
     """With N_c = 1 every N is far above N_c: the rise below N_c cannot be seen, and the check fails (it does not
     pass vacuously)."""
     monkeypatch.setattr(recovery, "run_pooled", lambda configs, ctx: _scope_rows())
     ctx = Context(quick=True, out=tmp_path, power=True)
-    assert recovery.recovery_needs_stability_per_seed(ctx).passed
+    assert scope(ctx).passed
     monkeypatch.setattr(recovery.stability, "token_scaling", lambda sigma2, h2: 1.0)
-    assert not recovery.recovery_needs_stability_per_seed(ctx).passed
-    assert "at least one prior's largest N lies below N_c (else it fails)" in \
-        _registered(recovery.recovery_needs_stability_per_seed).criterion
+    assert not scope(ctx).passed
+    assert "at least one prior's largest N lies below N_c (else it fails)" in _registered(scope).criterion
+
+
+def test_the_eight_seed_scope_check_runs_e1_s_power_schedule_on_8_quick_seeds_and_e1_s_in_full(monkeypatch, tmp_path):
+    seen = []
+    monkeypatch.setattr(recovery, "run_pooled", lambda configs, ctx: (seen.append(configs), _scope_rows())[1])
+    for quick in (True, False):
+        recovery.recovery_needs_stability_eight_seeds(Context(quick=quick, out=tmp_path, power=True))
+        e1 = {part: c for part, c in recovery.recovery_configs(quick).items() if part.endswith("-power")}
+        assert set(seen[-1]) == set(e1) and e1  # (the tests' E1 is shrunk to the clusters' power schedule)
+        for part, config in seen[-1].items():
+            assert {**config, "seeds": None} == {**e1[part], "seeds": None}
+            assert config["seeds"] == ({"start": 0, "count": 8} if quick else e1[part]["seeds"])
 
 
 # --------------------------------------------------------------------------------------------
