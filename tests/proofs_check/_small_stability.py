@@ -26,6 +26,7 @@ def shrink_stability(monkeypatch):
                         lambda quick: {"n": {2: [2048, 2896]}, "seeds": 6})
     monkeypatch.setattr(onset, "onset_design",
                         lambda quick: {"h2": [0.025, 0.0125], "n": [1024, 4096, 16384], "seeds": 5})
+    monkeypatch.setattr(onset, "CONFIRM_QUICK_SEEDS", 5)
     monkeypatch.setattr(horizon, "HORIZON_CASES", SMALL_HORIZON_CASES)
     monkeypatch.setattr(horizon, "horizon_design", lambda quick: {"n": 32768, "seeds": 3})
     monkeypatch.setattr(blurring, "blurring_design",

@@ -25,7 +25,7 @@ def draw_stability(store: ResultStore, quick: bool) -> tuple[Figure]:
     runs = [r for r in e3.stored_runs(store, quick) if r["n"] in ns and r["seed"] < seeds]
     design, parsed = e3.onset_design(quick), e3.parsed_onset(store, quick)
     # the seeds of the gating (confirmatory) check where the store has them, else those of the superseded one
-    confirm = range(e3.ONSET_CONFIRM_SEED_START, e3.ONSET_CONFIRM_SEED_START + design["seeds"])
+    confirm = range(e3.ONSET_CONFIRM_SEED_START, e3.ONSET_CONFIRM_SEED_START + e3.confirmatory_seeds(quick))
     onset = e3.filtered_onset(parsed, design, confirm) or e3.filtered_onset(parsed, design, None)
     if not runs and not onset:
         raise LookupError(f"{store.path} holds no E3 records ({'quick' if quick else 'full'} mode); "

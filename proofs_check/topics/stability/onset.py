@@ -413,9 +413,11 @@ def _wavenumbers_times(factor):
     return lambda real: lambda runs: [None if k is None else factor * k for k in real(runs)]
 
 
-def _onset_runs(ctx: Context, start: int) -> tuple[list[dict], dict]:
-    """The onset runs this replicate decides on, of seeds from ``start``: computed where the store lacks them."""
+def _onset_runs(ctx: Context, start: int, seeds: int | None = None) -> tuple[list[dict], dict]:
+    """The onset runs this replicate decides on, of seeds from ``start`` (``seeds`` of them, default the design's):
+    computed where the store lacks them."""
     design = onset_design(ctx.quick)
+    design = design if seeds is None else {**design, "seeds": seeds}
     experiment = mode_name("E3", "onset", ctx.quick)
     pool = ctx.pool_seeds(design["seeds"], start=start)
     with ResultStore(ctx.store_path) as store:
@@ -468,23 +470,27 @@ _ONSET_ALTERNATIVES = [
 ]
 
 
+_CONFIRMATORY_ALTERNATIVES = _ONSET_ALTERNATIVES + [
+    alternative("rate lambda* x 0.75", "N_c = exp(0.75 x 2 sigma2/(e h2)): the law's rate 0.75 x 2/e",
+                swap("attneb.theory.stability:token_scaling", _law_rate_times(0.75))),
+    alternative("rate lambda* x 1.25", "N_c = exp(1.25 x 2 sigma2/(e h2)): the law's rate 1.25 x 2/e",
+                swap("attneb.theory.stability:token_scaling", _law_rate_times(1.25))),
+    alternative("clumps at k*/sqrt 2", "every measured clump wavenumber x 1/sqrt 2 (the fastest mode of the "
+                "rate peaking at 1/e)",
+                swap(f"{__name__}:clump_wavenumbers", _wavenumbers_times(2 ** -0.5)),
+                kind="data"),
+    alternative("clumps at 1.3 k*", "every measured clump wavenumber x 1.3",
+                swap(f"{__name__}:clump_wavenumbers", _wavenumbers_times(1.3)),
+                kind="data"),
+]
+
+
 @check("S1", "E3 (confirmatory, seeds from 1000): N_c law within 10% of linear theory and clumps at k* within 10%",
        criterion=CONFIRMATORY_CRITERION,
        replication="subsample",
-       alternatives=_ONSET_ALTERNATIVES + [
-           alternative("rate lambda* x 0.75", "N_c = exp(0.75 x 2 sigma2/(e h2)): the law's rate 0.75 x 2/e",
-                       swap("attneb.theory.stability:token_scaling", _law_rate_times(0.75))),
-           alternative("rate lambda* x 1.25", "N_c = exp(1.25 x 2 sigma2/(e h2)): the law's rate 1.25 x 2/e",
-                       swap("attneb.theory.stability:token_scaling", _law_rate_times(1.25))),
-           alternative("clumps at k*/sqrt 2", "every measured clump wavenumber x 1/sqrt 2 (the fastest mode of the "
-                       "rate peaking at 1/e)",
-                       swap(f"{__name__}:clump_wavenumbers", _wavenumbers_times(2 ** -0.5)),
-                       kind="data"),
-           alternative("clumps at 1.3 k*", "every measured clump wavenumber x 1.3",
-                       swap(f"{__name__}:clump_wavenumbers", _wavenumbers_times(1.3)),
-                       kind="data"),
-       ],
-       note="what the data support: on the stored pools (seeds 100-139 full, 100-114 quick) the coefficient sits "
+       alternatives=_CONFIRMATORY_ALTERNATIVES,
+       note="superseded by 'E3 (confirmatory, seeds from 1000, 10 quick seeds)' (issue 24), for its quick size (below). "
+            "What the data support: on the stored pools (seeds 100-139 full, 100-114 quick) the coefficient sits "
             "+2.3% above the prediction (+0.7, +2.1, +4.4% at h2 = 0.0125, 0.025, 0.05, close to the background's "
             "contraction rate h2/(s + h2) over lambda*: 1.1, 2.2, 4.2%; not modelled); (a) passes the law's rate "
             "lambda* x 0.93 to x 1.03 in nearly every subset (x 0.90: 62%, x 1.05: 55%, x 1.07: 10%, full mode) and "
@@ -492,13 +498,40 @@ _ONSET_ALTERNATIVES = [
             "0.96 x 2/e. (b) resolves the scale to about +-10% (measured wavenumbers x 0.9: 43% pass, x 0.85 and "
             "x 1.1: none). Size 0.12 in quick mode (40 subsets of a 15-seed pool: 5 seeds give t-intervals near the "
             "+-10%), 0 in full mode (200 subsets of a 40-seed pool); power 1 against each wrong theory registered here, "
-            "in both")
+            "in both",
+       gating=False)
 def onset_confirmatory(ctx: Context) -> Evidence:
-    runs, design = _onset_runs(ctx, ONSET_CONFIRM_SEED_START)
+    return _confirmatory_evidence(ctx, seeds=None, draw=False)
+
+
+#: Seeds of the 10-seed confirmatory check in quick mode (full mode: the design's 10).
+CONFIRM_QUICK_SEEDS = 10
+
+
+def confirmatory_seeds(quick: bool) -> int:
+    """Seeds of the gating confirmatory onset check: :data:`CONFIRM_QUICK_SEEDS` quick, the design's in full mode."""
+    return CONFIRM_QUICK_SEEDS if quick else onset_design(quick)["seeds"]
+
+
+@check("S1", "E3 (confirmatory, seeds from 1000, 10 quick seeds): N_c law within 10% of linear theory and clumps at "
+       "k* within 10%",
+       criterion=CONFIRMATORY_CRITERION + " Seeds: 10 in quick mode (the 5 of 'E3 (confirmatory, seeds from 1000)' "
+       "and 5 more), the design's 10 in full mode.",
+       replication="subsample",
+       alternatives=_CONFIRMATORY_ALTERNATIVES,
+       note="replaces 'E3 (confirmatory, seeds from 1000)' (issue 24), whose quick size was 0.12 on 5 seeds; criterion "
+            "fixed before its first run: the same runs, decision and wrong theories, 10 quick seeds; full mode unchanged")
+def onset_confirmatory_ten_seeds(ctx: Context) -> Evidence:
+    return _confirmatory_evidence(ctx, seeds=confirmatory_seeds(ctx.quick), draw=True)
+
+
+def _confirmatory_evidence(ctx: Context, seeds: int | None, draw: bool) -> Evidence:
+    """The confirmatory onset decision on ``seeds`` seeds from 1000 (default: the design's); ``draw``: E3's figure."""
+    runs, design = _onset_runs(ctx, ONSET_CONFIRM_SEED_START, seeds)
     d = decide_onset(runs, design["n"])
-    if not ctx.power:
+    if draw and not ctx.power:
         first_version_runs(ctx)  # the figure shows them beside the onset runs
-    figures = plot_study("E3", ctx)  # the seeds of replicate 0
+    figures = plot_study("E3", ctx) if draw else ()  # the seeds of replicate 0
     law, by_h2 = _law_text(d, runs, design)
     relative = ("" if d["coefficient"] is None else
                 f" = prediction x [{d['coefficient'].low / d['predicted']:.4f}, {d['coefficient'].high / d['predicted']:.4f}]")

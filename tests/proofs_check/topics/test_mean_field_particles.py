@@ -206,7 +206,7 @@ def test_lattice_fails_when_the_kernel_is_ten_percent_too_wide(tmp_path, monkeyp
 
 @pytest.fixture(scope="module")
 def onset(tmp_path_factory):
-    return measured_once(tmp_path_factory, "e3", onset_checks.onset_confirmatory)
+    return measured_once(tmp_path_factory, "e3", onset_checks.onset_confirmatory_ten_seeds)
 
 
 def test_onset_passes_draws_its_figure_and_reuses_its_runs(onset, monkeypatch):
@@ -222,22 +222,22 @@ def test_onset_passes_draws_its_figure_and_reuses_its_runs(onset, monkeypatch):
 
     monkeypatch.setattr(onset_checks, "run_onset", forbidden)
     monkeypatch.setattr(onset_checks, "run_one", forbidden)
-    again = onset_checks.onset_confirmatory(Context(quick=True, out=ctx.out))
+    again = onset_checks.onset_confirmatory_ten_seeds(Context(quick=True, out=ctx.out))
     assert again.summary == evidence.summary
     assert {seed for _, _, seed, _ in evidence.data["departure_depths"]} == set(
-        range(onset_checks.ONSET_CONFIRM_SEED_START, onset_checks.ONSET_CONFIRM_SEED_START + onset_checks.onset_design(True)["seeds"]))
+        range(onset_checks.ONSET_CONFIRM_SEED_START, onset_checks.ONSET_CONFIRM_SEED_START + onset_checks.confirmatory_seeds(True)))
 
 
 def test_onset_rejects_a_flat_structure_factor_and_the_wrong_rates_and_scales(onset):
     ctx, _ = onset
-    chk = registered("S1", onset_checks.onset_confirmatory)
+    chk = registered("S1", onset_checks.onset_confirmatory_ten_seeds)
     assert chk.replication == "subsample"
     assert {"flat structure factor", "rate peaking at 1/e", "N_c law with 1/e", "rate lambda* x 0.75",
             "rate lambda* x 1.25", "clumps at k*/sqrt 2", "clumps at 1.3 k*"} <= {a.name for a in chk.wrong_theories()}
     power_ctx = Context(quick=True, out=ctx.out, power=True, cache=ctx.cache)
     for alt in chk.wrong_theories():
         with alt.applied():
-            evidence = onset_checks.onset_confirmatory(power_ctx)
+            evidence = onset_checks.onset_confirmatory_ten_seeds(power_ctx)
         assert not evidence.passed, alt.name
 
 
@@ -256,7 +256,7 @@ def test_superseded_onset_check_passes_clumps_at_another_scale(onset):
 @pytest.mark.slow  # about 14 s (S1's breakage in the default run: test_dimension.py's growth rate without damping)
 def test_onset_fails_when_the_kernel_is_four_times_too_wide(tmp_path, monkeypatch):
     wider_kernels(monkeypatch, 4.0)
-    evidence = onset_checks.onset_confirmatory(Context(quick=True, out=tmp_path, power=True))
+    evidence = onset_checks.onset_confirmatory_ten_seeds(Context(quick=True, out=tmp_path, power=True))
     assert not evidence.passed, evidence.summary
 
 
@@ -302,6 +302,7 @@ def test_onset_decision_on_synthetic_linear_growth():
 @pytest.mark.parametrize("claim_id,func", [
     ("G1", horizon.gaussian_horizon_matches_particles), ("G2", layers_checks.gaussian_layers_match_particles),
     ("S1", onset_checks.finite_n_stability), ("G2", layers_checks.layers_follow_the_discrete_map), ("S1", onset_checks.onset_of_fluctuations),
+    ("S1", onset_checks.onset_confirmatory),
 ])
 def test_first_version_checks_are_kept_as_superseded(claim_id, func):
     chk = registered(claim_id, func)
@@ -317,7 +318,7 @@ def test_first_version_checks_are_kept_as_superseded(claim_id, func):
 def test_every_alternative_swaps_attributes_that_exist():
     for claim_id, func in [("G1", horizon.horizon_coefficient_by_regression), ("G2", layers_checks.layers_follow_the_discrete_map),
                            ("G2", layers_checks.layer_ratios_follow_the_map), ("S1", linear.mode_growth_matches_linear_stability),
-                           ("S1", onset_checks.onset_of_fluctuations), ("S1", onset_checks.onset_confirmatory)]:
+                           ("S1", onset_checks.onset_of_fluctuations), ("S1", onset_checks.onset_confirmatory_ten_seeds)]:
         for alt in registered(claim_id, func).wrong_theories():
             with alt.applied():
                 pass

@@ -169,18 +169,40 @@ def _confirmatory(monkeypatch, tmp_path, coefficients, scales, in_band=None, mis
     values = list(scales) + [None] * (len(runs) - in_band)
     peaks = [None if v is None else v * float(stability.fastest_mode(r["h2"])[0]) for r, v in zip(runs, values)]
 
-    def onset_runs(ctx, start):
+    def onset_runs(ctx, start, seeds=None):
         assert start == 1000
         return runs, {"h2": list(onset.ONSET_H2), "n": ONSET_NS, "seeds": len(CONFIRM_SEEDS)}
 
     monkeypatch.setattr(onset, "departure_depth", depth)
     monkeypatch.setattr(onset, "clump_wavenumbers", lambda rs: peaks)
     monkeypatch.setattr(onset, "_onset_runs", onset_runs)
-    return onset.onset_confirmatory(Context(quick=True, out=tmp_path, power=True))
+    return onset.onset_confirmatory_ten_seeds(Context(quick=True, out=tmp_path, power=True))
+
+
+class _Asked(Exception):
+    """Raised by a stand-in once the check has asked for its runs."""
+
+
+@pytest.mark.parametrize("quick", [True, False])
+def test_the_ten_seed_confirmatory_check_asks_for_its_quick_seeds_and_the_design_s_in_full(quick, monkeypatch, tmp_path):
+    asked = []
+
+    def onset_runs(ctx, start, seeds=None):
+        asked.append((start, seeds))
+        raise _Asked
+
+    monkeypatch.setattr(onset, "_onset_runs", onset_runs)
+    with pytest.raises(_Asked):
+        onset.onset_confirmatory_ten_seeds(Context(quick=quick, out=tmp_path, power=True))
+    assert asked == [(onset.ONSET_CONFIRM_SEED_START, onset.CONFIRM_QUICK_SEEDS if quick else onset.onset_design(False)["seeds"])]
+    checks = {c.func: c for c in CLAIMS["S1"].checks}
+    old, new = checks[onset.onset_confirmatory], checks[onset.onset_confirmatory_ten_seeds]
+    assert "Seeds: 10 in quick mode" in new.criterion  # CONFIRM_QUICK_SEEDS, which the tests shrink to 5
+    assert new.gating and not old.gating and [a.name for a in old.wrong_theories()] == [a.name for a in new.wrong_theories()]
 
 
 def _registered_onset():
-    return next(c for c in CLAIMS["S1"].checks if c.func is onset.onset_confirmatory)
+    return next(c for c in CLAIMS["S1"].checks if c.func is onset.onset_confirmatory_ten_seeds)
 
 
 def _predicted(monkeypatch, tmp_path) -> float:
