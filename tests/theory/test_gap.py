@@ -52,6 +52,24 @@ def test_the_gain_is_one_at_depth_zero_and_grows_with_depth():
     assert np.all(shallow > 1) and np.all(deep > shallow)
 
 
+def test_the_gain_of_many_queries_is_the_gain_of_each():
+    a = np.array([0.0, 0.5, 3.0, 40.0])
+    steps = [0.05] * 30
+    np.testing.assert_allclose(gap.gain(a, 0.5, 0.1, steps, dim=2),
+                               [gap.gain(value, 0.5, 0.1, steps, dim=2) for value in a], rtol=1e-15)
+
+
+@pytest.mark.parametrize("shift", [30.0, 3000.0])
+def test_the_stage_two_variances_do_not_depend_on_where_the_mixture_sits(shift):
+    """Translating every component leaves V_NW, its amplified form and 1/n_eff unchanged (to rounding)."""
+    weights, means, tau2s = np.array([0.3, 0.7]), np.array([-2.0, 2.0]), np.array([0.25, 0.25])
+    args = (0.5, 0.125, 2.0)
+    here = (*gap.variance(weights, means, tau2s, *args, 0.1, 4096), gap.inverse_effective_tokens(weights, means, tau2s, *args, 4096))
+    there = (*gap.variance(weights, means + shift, tau2s, *args, 0.1, 4096),
+             gap.inverse_effective_tokens(weights, means + shift, tau2s, *args, 4096))
+    np.testing.assert_allclose(there, here, rtol=1e-10)
+
+
 def test_the_stage_two_variance_is_that_of_stage_two_over_independent_tokens():
     """V_NW at depth 0 (tokens of the noisy density N(0, tau2 + sigma2)) against Stage 2 run over 300 samples."""
     tau2, sigma2, n = 1.0, 0.5, 400

@@ -318,7 +318,11 @@ def scope_configs(quick: bool) -> dict[str, dict]:
     alternatives=SCOPE_ALTERNATIVES,
     note="replaces 'E1, scope (interval over per-seed slopes)' (issue 24), whose quick size was 0.42 on 4 seeds; "
     "criterion fixed before its first run: the same decision and N, 8 quick seeds. Full mode is unchanged (E1's 6 "
-    "seeds)",
+    "seeds). Seeds 4-7 were in the pool of the quick power run that measured that size (seeds 0-11), where a "
+    "referee's scratch run finds this check passing: not a fresh confirmation. What it cannot tell apart, by its "
+    "design's N (no N between N_c / 9 and N_c): an N_c smaller than S1's by any factor up to 9, so its power against "
+    "N_c / 4 is 0 (the 4-seed check's 0.40 against it was that check's own size); and, on the stored quick pool (a "
+    "referee's scratch runs), a rate c in N_c = exp(c sigma2/h2) of 0.65, 0.7 or 0.8 against S1's 2/e = 0.736",
 )
 def recovery_needs_stability_eight_seeds(ctx: Context) -> Evidence:
     return _scope_evidence(ctx, per_seed=True, configs=scope_configs(ctx.quick))
