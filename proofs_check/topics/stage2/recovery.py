@@ -320,9 +320,12 @@ def scope_configs(quick: bool) -> dict[str, dict]:
     "criterion fixed before its first run: the same decision and N, 8 quick seeds. Full mode is unchanged (E1's 6 "
     "seeds). Seeds 4-7 were in the pool of the quick power run that measured that size (seeds 0-11), where a "
     "referee's scratch run finds this check passing: not a fresh confirmation. What it cannot tell apart, by its "
-    "design's N (no N between N_c / 9 and N_c): an N_c smaller than S1's by any factor up to 9, so its power against "
-    "N_c / 4 is 0 (the 4-seed check's 0.40 against it was that check's own size); and, on the stored quick pool (a "
-    "referee's scratch runs), a rate c in N_c = exp(c sigma2/h2) of 0.65, 0.7 or 0.8 against S1's 2/e = 0.736",
+    "design's N (the largest stays below N_c / 9; quick has no N between N_c / 9 and N_c): an N_c smaller than S1's "
+    "by any factor up to 9, so its power against N_c / 4 is 0 (the 4-seed check's 0.40 against it was about that "
+    "check's own size, 0.42); and, on the stored quick pool (a "
+    "referee's scratch runs), a rate c in N_c = exp(c sigma2/h2) of 0.65, 0.7 or 0.8 against S1's 2/e = 0.736. Quick "
+    "power (attneb verify --quick --power --only C8 S1 --reuse-other-code at f3e8964; 40 subsets of a pool of 3 seed "
+    "sets): size 0.00, power 1.00 against no Stage 1, N_c x 4 and the rate 1/e, 0.00 against N_c / 4",
 )
 def recovery_needs_stability_eight_seeds(ctx: Context) -> Evidence:
     return _scope_evidence(ctx, per_seed=True, configs=scope_configs(ctx.quick))
