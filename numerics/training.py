@@ -44,9 +44,9 @@ and Adam, and can checkpoint to an SQLite file and resume bit for bit.
 
 Numerics: float64 throughout, softmax with its logits shifted by the row maximum (or, for the
 ``"scalar"`` heads, by a bound on it: see :func:`attend`), all contexts of a batch at
-once (arrays ``(B, n, d)``, batched matrix products). Each layer holds its ``B x n x n`` attention
-weights for the backward pass: ``8 B n^2 L`` bytes, 128 MiB at ``B = 64``, ``n = 128``,
-``L = 16``, the sizes this module is meant for; there is no blocking.
+once (arrays ``(B, n, d)``, batched matrix products). Each head holds its ``B x n x n`` attention
+weights for the backward pass, and the backward pass one more such array: ``8 B n^2 (L + 2)`` bytes,
+144 MiB at ``B = 64``, ``n = 128``, ``L = 16``, the sizes this module is meant for; there is no blocking.
 """
 
 from __future__ import annotations

@@ -199,15 +199,14 @@ def _nadaraya_watson(weights, means, tau2s, sigma2, s):
     rho = _mixture_density(x, weights, means, refined)
     p = _mixture_density(x, weights, means, tau2s + sigma2)
     kernel = np.exp(-0.5 * (x[:, None] - x[None, :]) ** 2 / sigma2) / np.sqrt(2 * np.pi * sigma2)
-    # The trapezoidal rule over y as matrix-vector products; (y - m)^2 expanded in powers of y - c about the grid's
-    # centre c (no cancellation where the mixture sits far from 0).
+    # The trapezoidal rule over the tokens' positions as matrix-vector products; (position - m)^2 expanded in powers
+    # of y = position - c about the grid's centre c (no cancellation where the mixture sits far from 0).
     spacing = np.diff(x)
     rule = np.concatenate(([spacing[0]], spacing[:-1] + spacing[1:], [spacing[-1]])) / 2 * rho
     centre = (x[0] + x[-1]) / 2
     y = x - centre
     g, first = (kernel @ np.stack((rule, rule * y), axis=1)).T
-    offset = first / g
-    m = centre + offset
+    offset = first / g  # m - c
     np.square(kernel, out=kernel)
     square, linear, quadratic = (kernel @ np.stack((rule, rule * y, rule * y**2), axis=1)).T
     spread = quadratic - 2 * offset * linear + offset**2 * square
